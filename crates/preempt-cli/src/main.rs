@@ -1,0 +1,3 @@
+//! `preempt`: is this machine real-time ready?
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! `imu-sim`: a simulated IMU for the RTIO benchmark.
+
+fn main() {}

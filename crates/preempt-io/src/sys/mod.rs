@@ -1,0 +1,1 @@
+//! Safe wrappers over the Linux system calls preempt uses.

@@ -1,0 +1,1 @@
+//! The `#[preempt::app]` procedural macro.

@@ -1,0 +1,1 @@
+//! RTIC-style real-time applications on Linux threads.
