@@ -1,0 +1,1 @@
+//! eventfd(2): a counter file descriptor used as a wake-up line (owned by the RTIO work).

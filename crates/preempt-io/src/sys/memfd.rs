@@ -1,0 +1,1 @@
+//! memfd_create(2): anonymous shared memory files (owned by the RTIO work).
