@@ -1,0 +1,932 @@
+//! Parsing: turns the `#[preempt::app(..)] mod app { .. }` tokens into an [`App`].
+//!
+//! This stage only checks what it must to build the model (the shape of attributes, that
+//! each special item appears at most once, the signatures of `init`, `idle` and the tasks).
+//! Cross-item rules (undeclared resources, a local resource used twice, `#[lock_free]` over
+//! several priorities...) are `check`'s job, after `analyze` has computed priorities and
+//! ceilings. Every error is a `syn::Error` spanned on the offending tokens.
+
+use proc_macro2::{Span, TokenStream};
+use syn::ext::IdentExt;
+use syn::parse::{ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, Expr, FnArg, Ident, Item, ItemFn, ItemMod, ItemStruct, LitInt, Pat, ReturnType,
+    Token, Type, Visibility, bracketed,
+};
+
+/// The highest SCHED_FIFO priority Linux accepts (`sched_get_priority_max(SCHED_FIFO)`).
+pub(crate) const MAX_PRIORITY: u8 = 99;
+/// The default executor thread stack: large enough for ordinary Rust code, small enough to
+/// lock and prefault cheaply (the main thread of a Rust program gets 8 MiB; RTIC tasks are
+/// short run-to-completion functions).
+pub(crate) const DEFAULT_STACK_SIZE: usize = 1 << 20;
+/// The largest accepted `capacity`: message slots are static memory, and a task that needs
+/// more backlog than this wants a different design (a ring buffer resource).
+pub(crate) const MAX_CAPACITY: u16 = 4096;
+
+/// What an executor does when one of its tasks panics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnPanic {
+    /// Report it and stop the application with a non-zero exit code (the default).
+    Stop,
+    /// Report it and keep running later spawns.
+    Continue,
+}
+
+/// The arguments of `#[preempt::app(..)]`.
+#[derive(Debug)]
+pub(crate) struct AppArgs {
+    /// `cores = [p1 = 0, p2 = [0, 1]]`: CPU affinity per priority level.
+    pub(crate) cores: Vec<CoreBinding>,
+    /// `on_panic = stop | continue`.
+    pub(crate) on_panic: OnPanic,
+    /// `main = false` suppresses the generated `fn main`.
+    pub(crate) main: bool,
+    /// `stack_size = BYTES` of every executor thread.
+    pub(crate) stack_size: usize,
+}
+
+/// One `pN = cpus` entry of `cores = [..]`.
+#[derive(Debug)]
+pub(crate) struct CoreBinding {
+    pub(crate) priority: u8,
+    pub(crate) cpus: Vec<usize>,
+    pub(crate) span: Span,
+}
+
+/// A resource struct (`#[shared]` or `#[local]`).
+#[derive(Debug)]
+pub(crate) struct ResourceStruct {
+    /// The user's struct, attributes on fields stripped; `None` when the app has none.
+    pub(crate) item: Option<ItemStruct>,
+    pub(crate) fields: Vec<ResourceField>,
+}
+
+/// A field of a resource struct.
+#[derive(Debug)]
+pub(crate) struct ResourceField {
+    pub(crate) ident: Ident,
+    pub(crate) ty: Type,
+    /// `#[lock_free]` (shared resources only).
+    pub(crate) lock_free: Option<Span>,
+}
+
+/// One entry of `shared = [..]`.
+#[derive(Clone, Debug)]
+pub(crate) struct SharedAccess {
+    pub(crate) ident: Ident,
+    /// `&name`: read-only access.
+    pub(crate) read_only: bool,
+}
+
+/// One entry of `local = [..]`.
+#[derive(Clone, Debug)]
+pub(crate) enum LocalAccess {
+    /// `name`: a field of the `#[local]` struct, initialised by `init`.
+    Struct(Ident),
+    /// `name: Type = expr`: declared (and initialised by a constant expression) right here.
+    Declared {
+        ident: Ident,
+        ty: Box<Type>,
+        expr: Box<Expr>,
+    },
+}
+
+impl LocalAccess {
+    pub(crate) fn ident(&self) -> &Ident {
+        match self {
+            LocalAccess::Struct(ident) | LocalAccess::Declared { ident, .. } => ident,
+        }
+    }
+}
+
+/// `#[init]`.
+#[derive(Debug)]
+pub(crate) struct Init {
+    pub(crate) item: ItemFn,
+    pub(crate) local: Vec<LocalAccess>,
+}
+
+/// `#[idle]`.
+#[derive(Debug)]
+pub(crate) struct Idle {
+    pub(crate) item: ItemFn,
+    pub(crate) shared: Vec<SharedAccess>,
+    pub(crate) local: Vec<LocalAccess>,
+}
+
+/// A `#[task]`: a software task that runs to completion on its priority's executor.
+#[derive(Debug)]
+pub(crate) struct Task {
+    pub(crate) item: ItemFn,
+    pub(crate) priority: u8,
+    pub(crate) capacity: u16,
+    pub(crate) shared: Vec<SharedAccess>,
+    pub(crate) local: Vec<LocalAccess>,
+    /// The message arguments (every input after the context).
+    pub(crate) inputs: Vec<(Box<Pat>, Box<Type>)>,
+}
+
+impl Task {
+    pub(crate) fn name(&self) -> &Ident {
+        &self.item.sig.ident
+    }
+}
+
+/// The whole application.
+#[derive(Debug)]
+pub(crate) struct App {
+    pub(crate) args: AppArgs,
+    pub(crate) module: ItemMod,
+    pub(crate) shared: ResourceStruct,
+    pub(crate) local: ResourceStruct,
+    pub(crate) init: Init,
+    pub(crate) idle: Option<Idle>,
+    pub(crate) tasks: Vec<Task>,
+    /// Everything else in the module, passed through untouched.
+    pub(crate) user_items: Vec<Item>,
+}
+
+/// Parses the attribute arguments and the module.
+pub(crate) fn app(args: TokenStream, input: TokenStream) -> syn::Result<App> {
+    let args = app_args.parse2(args)?;
+    let module: ItemMod = syn::parse2(input)?;
+    let Some((_, items)) = &module.content else {
+        return Err(syn::Error::new(
+            module.span(),
+            "#[preempt::app] needs an inline module: `mod app { .. }`",
+        ));
+    };
+
+    let mut shared: Option<ResourceStruct> = None;
+    let mut local: Option<ResourceStruct> = None;
+    let mut init: Option<Init> = None;
+    let mut idle: Option<Idle> = None;
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut user_items = Vec::new();
+
+    for item in items.iter().cloned() {
+        match item {
+            Item::Struct(mut st) => {
+                if let Some(attr) = take_attr(&mut st.attrs, "shared")? {
+                    if shared.is_some() {
+                        return Err(syn::Error::new(
+                            attr.span(),
+                            "second #[shared] struct: an app has at most one",
+                        ));
+                    }
+                    shared = Some(resource_struct(st, true)?);
+                } else if let Some(attr) = take_attr(&mut st.attrs, "local")? {
+                    if local.is_some() {
+                        return Err(syn::Error::new(
+                            attr.span(),
+                            "second #[local] struct: an app has at most one",
+                        ));
+                    }
+                    local = Some(resource_struct(st, false)?);
+                } else {
+                    user_items.push(Item::Struct(st));
+                }
+            }
+            Item::Fn(mut f) => {
+                if let Some(attr) = take_attr(&mut f.attrs, "init")? {
+                    if let Some(previous) = &init {
+                        let mut err = syn::Error::new(
+                            f.sig.ident.span(),
+                            "second #[init] function: an app has exactly one",
+                        );
+                        err.combine(syn::Error::new(
+                            previous.item.sig.ident.span(),
+                            "the first #[init] is here",
+                        ));
+                        return Err(err);
+                    }
+                    init = Some(init_fn(f, attr)?);
+                } else if let Some(attr) = take_attr(&mut f.attrs, "idle")? {
+                    if idle.is_some() {
+                        return Err(syn::Error::new(
+                            f.sig.ident.span(),
+                            "second #[idle] function: an app has at most one",
+                        ));
+                    }
+                    idle = Some(idle_fn(f, attr)?);
+                } else if let Some(attr) = take_attr(&mut f.attrs, "task")? {
+                    let task = task_fn(f, attr)?;
+                    if let Some(previous) = tasks.iter().find(|t| t.name() == task.name()) {
+                        let mut err = syn::Error::new(
+                            task.name().span(),
+                            format!("duplicate task `{}`", task.name()),
+                        );
+                        err.combine(syn::Error::new(
+                            previous.name().span(),
+                            "the first task of that name is here",
+                        ));
+                        return Err(err);
+                    }
+                    tasks.push(task);
+                } else {
+                    reject_rtic_only(&f.attrs)?;
+                    user_items.push(Item::Fn(f));
+                }
+            }
+            Item::Type(t) if has_attr(&t.attrs, "monotonic") => {
+                return Err(syn::Error::new(
+                    t.span(),
+                    "#[monotonic] is not needed: timed spawns use CLOCK_MONOTONIC \
+                     (preempt::Instant); remove this item and `init::Monotonics(..)` arguments",
+                ));
+            }
+            other => user_items.push(other),
+        }
+    }
+
+    let Some(init) = init else {
+        return Err(syn::Error::new(
+            module.ident.span(),
+            "missing #[init] function: add `#[init] fn init(cx: init::Context) -> \
+             (Shared, Local, init::Monotonics)`",
+        ));
+    };
+
+    Ok(App {
+        args,
+        module,
+        shared: shared.unwrap_or(ResourceStruct {
+            item: None,
+            fields: Vec::new(),
+        }),
+        local: local.unwrap_or(ResourceStruct {
+            item: None,
+            fields: Vec::new(),
+        }),
+        init,
+        idle,
+        tasks,
+        user_items,
+    })
+}
+
+fn has_attr(attrs: &[Attribute], name: &str) -> bool {
+    attrs.iter().any(|a| a.path().is_ident(name))
+}
+
+/// Removes the attribute `#[name]` / `#[name(..)]` and returns it.
+fn take_attr(attrs: &mut Vec<Attribute>, name: &str) -> syn::Result<Option<Attribute>> {
+    let Some(pos) = attrs.iter().position(|a| a.path().is_ident(name)) else {
+        return Ok(None);
+    };
+    let attr = attrs.remove(pos);
+    if let Some(second) = attrs.iter().find(|a| a.path().is_ident(name)) {
+        return Err(syn::Error::new(
+            second.span(),
+            format!("#[{name}] given twice on one item"),
+        ));
+    }
+    Ok(Some(attr))
+}
+
+fn reject_rtic_only(attrs: &[Attribute]) -> syn::Result<()> {
+    for attr in attrs {
+        if attr.path().is_ident("shared") || attr.path().is_ident("local") {
+            return Err(syn::Error::new(
+                attr.span(),
+                "#[shared] and #[local] go on a struct, not on a function",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
+    let mut args = AppArgs {
+        cores: Vec::new(),
+        on_panic: OnPanic::Stop,
+        main: true,
+        stack_size: DEFAULT_STACK_SIZE,
+    };
+    let mut seen: Vec<String> = Vec::new();
+    while !input.is_empty() {
+        let key: Ident = input.parse()?;
+        let name = key.to_string();
+        if seen.contains(&name) {
+            return Err(syn::Error::new(key.span(), format!("`{name}` given twice")));
+        }
+        seen.push(name.clone());
+        input.parse::<Token![=]>()?;
+        match name.as_str() {
+            "cores" => args.cores = core_bindings(input)?,
+            "on_panic" => {
+                // `continue` is a keyword: parse it as a raw identifier.
+                let value = Ident::parse_any(input)?;
+                args.on_panic = match value.to_string().as_str() {
+                    "stop" => OnPanic::Stop,
+                    "continue" => OnPanic::Continue,
+                    _ => {
+                        return Err(syn::Error::new(
+                            value.span(),
+                            "expected `on_panic = stop` (the default) or `on_panic = continue`",
+                        ));
+                    }
+                };
+            }
+            "main" => {
+                let value: syn::LitBool = input.parse()?;
+                args.main = value.value;
+            }
+            "stack_size" => {
+                let value: LitInt = input.parse()?;
+                let bytes: usize = value.base10_parse()?;
+                if bytes < 64 * 1024 {
+                    return Err(syn::Error::new(
+                        value.span(),
+                        "stack_size below 64 KiB: executor threads need room for the \
+                         dispatcher, the panic handler and your tasks",
+                    ));
+                }
+                args.stack_size = bytes;
+            }
+            "device" | "dispatchers" | "peripherals" => {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "`{name}` is a Cortex-M argument: preempt runs software tasks on \
+                         Linux threads (one per priority) and needs no interrupt vectors; \
+                         remove it"
+                    ),
+                ));
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown app argument `{name}`; expected `cores`, `on_panic`, `main` \
+                         or `stack_size`"
+                    ),
+                ));
+            }
+        }
+        if input.is_empty() {
+            break;
+        }
+        input.parse::<Token![,]>()?;
+    }
+    Ok(args)
+}
+
+/// `[p1 = 0, p2 = [0, 1]]`
+fn core_bindings(input: ParseStream<'_>) -> syn::Result<Vec<CoreBinding>> {
+    let content;
+    bracketed!(content in input);
+    let mut out: Vec<CoreBinding> = Vec::new();
+    while !content.is_empty() {
+        let key: Ident = content.parse()?;
+        let text = key.to_string();
+        let priority = text
+            .strip_prefix('p')
+            .and_then(|n| n.parse::<u8>().ok())
+            .filter(|p| (1..=MAX_PRIORITY).contains(p))
+            .ok_or_else(|| {
+                syn::Error::new(
+                    key.span(),
+                    format!(
+                        "expected a priority level `p1` ..= `p{MAX_PRIORITY}` (e.g. \
+                         `cores = [p1 = 0, p2 = [0, 1]]`), found `{text}`"
+                    ),
+                )
+            })?;
+        if out.iter().any(|b| b.priority == priority) {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("priority level `{text}` bound twice"),
+            ));
+        }
+        content.parse::<Token![=]>()?;
+        let mut cpus = Vec::new();
+        if content.peek(syn::token::Bracket) {
+            let list;
+            bracketed!(list in content);
+            let lits: Punctuated<LitInt, Token![,]> = Punctuated::parse_terminated(&list)?;
+            for lit in &lits {
+                cpus.push(lit.base10_parse::<usize>()?);
+            }
+            if cpus.is_empty() {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "empty CPU list: give at least one CPU or leave the level out",
+                ));
+            }
+        } else {
+            let lit: LitInt = content.parse()?;
+            cpus.push(lit.base10_parse::<usize>()?);
+        }
+        out.push(CoreBinding {
+            priority,
+            cpus,
+            span: key.span(),
+        });
+        if content.is_empty() {
+            break;
+        }
+        content.parse::<Token![,]>()?;
+    }
+    Ok(out)
+}
+
+fn resource_struct(mut st: ItemStruct, shared: bool) -> syn::Result<ResourceStruct> {
+    let kind = if shared { "#[shared]" } else { "#[local]" };
+    if !st.generics.params.is_empty() || st.generics.where_clause.is_some() {
+        return Err(syn::Error::new(
+            st.generics.span(),
+            format!("a {kind} struct cannot be generic"),
+        ));
+    }
+    let fields = match &mut st.fields {
+        syn::Fields::Named(named) => &mut named.named,
+        syn::Fields::Unit => {
+            return Err(syn::Error::new(
+                st.ident.span(),
+                format!(
+                    "write the {kind} struct with braces: `struct {} {{}}`",
+                    st.ident
+                ),
+            ));
+        }
+        syn::Fields::Unnamed(unnamed) => {
+            return Err(syn::Error::new(
+                unnamed.span(),
+                format!("{kind} struct fields need names: they name the resources"),
+            ));
+        }
+    };
+    let mut out = Vec::new();
+    for field in fields.iter_mut() {
+        let lock_free = take_attr(&mut field.attrs, "lock_free")?.map(|a| a.span());
+        if let (Some(span), false) = (lock_free, shared) {
+            return Err(syn::Error::new(
+                span,
+                "#[lock_free] applies to #[shared] resources; #[local] ones never lock",
+            ));
+        }
+        if let Some(attr) = field.attrs.iter().find(|a| a.path().is_ident("cfg")) {
+            return Err(syn::Error::new(
+                attr.span(),
+                "#[cfg] on resources is not supported yet",
+            ));
+        }
+        let Some(ident) = field.ident.clone() else {
+            return Err(syn::Error::new(field.span(), "resource fields need names"));
+        };
+        out.push(ResourceField {
+            ident,
+            ty: field.ty.clone(),
+            lock_free,
+        });
+    }
+    Ok(ResourceStruct {
+        item: Some(st),
+        fields: out,
+    })
+}
+
+/// Key-value arguments of `#[init(..)]`, `#[idle(..)]` and `#[task(..)]`.
+#[derive(Default)]
+struct ItemArgs {
+    priority: Option<(u8, Span)>,
+    capacity: Option<(u16, Span)>,
+    shared: Option<(Vec<SharedAccess>, Span)>,
+    local: Option<(Vec<LocalAccess>, Span)>,
+}
+
+fn item_args(attr: &Attribute, what: &str) -> syn::Result<ItemArgs> {
+    let mut out = ItemArgs::default();
+    let tokens = match &attr.meta {
+        syn::Meta::Path(_) => return Ok(out),
+        syn::Meta::List(list) => list.tokens.clone(),
+        syn::Meta::NameValue(nv) => {
+            return Err(syn::Error::new(
+                nv.span(),
+                format!("expected `#[{what}]` or `#[{what}(key = value, ..)]`"),
+            ));
+        }
+    };
+    let parser = |input: ParseStream<'_>| -> syn::Result<()> {
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            let name = key.to_string();
+            let duplicate = || syn::Error::new(key.span(), format!("`{name}` given twice"));
+            input.parse::<Token![=]>()?;
+            match name.as_str() {
+                "priority" if what == "task" => {
+                    let lit: LitInt = input.parse()?;
+                    let value: u64 = lit.base10_parse()?;
+                    if !(1..=u64::from(MAX_PRIORITY)).contains(&value) {
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            format!(
+                                "task priority {value} is outside 1..={MAX_PRIORITY}: executors are \
+                                 SCHED_FIFO threads, whose priorities are 1 (lowest) ..= 99"
+                            ),
+                        ));
+                    }
+                    if out.priority.is_some() {
+                        return Err(duplicate());
+                    }
+                    out.priority = Some((u8::try_from(value).unwrap_or(MAX_PRIORITY), lit.span()));
+                }
+                "capacity" if what == "task" => {
+                    let lit: LitInt = input.parse()?;
+                    let value: u64 = lit.base10_parse()?;
+                    if value == 0 || value > u64::from(MAX_CAPACITY) {
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            format!(
+                                "capacity {value} is outside 1..={MAX_CAPACITY}: it is how many \
+                                 messages of this task may wait at once"
+                            ),
+                        ));
+                    }
+                    if out.capacity.is_some() {
+                        return Err(duplicate());
+                    }
+                    out.capacity = Some((u16::try_from(value).unwrap_or(MAX_CAPACITY), lit.span()));
+                }
+                "shared" if what != "init" => {
+                    if out.shared.is_some() {
+                        return Err(duplicate());
+                    }
+                    out.shared = Some((shared_list(input)?, key.span()));
+                }
+                "shared" => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "#[init] cannot access shared resources: it creates them (return them \
+                         in `Shared { .. }`)",
+                    ));
+                }
+                "local" => {
+                    if out.local.is_some() {
+                        return Err(duplicate());
+                    }
+                    out.local = Some((local_list(input)?, key.span()));
+                }
+                "binds" if what == "task" => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        "hardware tasks on fds are not implemented yet: `binds` would bind this \
+                         task to an interrupt; spawn it from a thread that waits on the fd instead",
+                    ));
+                }
+                _ => {
+                    let expected = match what {
+                        "task" => "`priority`, `capacity`, `shared` or `local`",
+                        "idle" => "`shared` or `local`",
+                        _ => "`local`",
+                    };
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!("unknown #[{what}] argument `{name}`; expected {expected}"),
+                    ));
+                }
+            }
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(())
+    };
+    parser.parse2(tokens)?;
+    Ok(out)
+}
+
+/// `[a, &b]`
+fn shared_list(input: ParseStream<'_>) -> syn::Result<Vec<SharedAccess>> {
+    let content;
+    bracketed!(content in input);
+    let mut out: Vec<SharedAccess> = Vec::new();
+    while !content.is_empty() {
+        let read_only = content.parse::<Option<Token![&]>>()?.is_some();
+        let ident: Ident = content.parse()?;
+        if out.iter().any(|a| a.ident == ident) {
+            return Err(syn::Error::new(
+                ident.span(),
+                format!("shared resource `{ident}` listed twice"),
+            ));
+        }
+        out.push(SharedAccess { ident, read_only });
+        if content.is_empty() {
+            break;
+        }
+        content.parse::<Token![,]>()?;
+    }
+    Ok(out)
+}
+
+/// `[x, y: u32 = 0]`
+fn local_list(input: ParseStream<'_>) -> syn::Result<Vec<LocalAccess>> {
+    let content;
+    bracketed!(content in input);
+    let mut out: Vec<LocalAccess> = Vec::new();
+    while !content.is_empty() {
+        let ident: Ident = content.parse()?;
+        let access = if content.peek(Token![:]) {
+            content.parse::<Token![:]>()?;
+            let ty: Type = content.parse()?;
+            if !content.peek(Token![=]) {
+                return Err(syn::Error::new(
+                    ty.span(),
+                    format!(
+                        "a declared local resource needs an initial value: `{ident}: {} = ..`",
+                        quote::ToTokens::to_token_stream(&ty)
+                    ),
+                ));
+            }
+            content.parse::<Token![=]>()?;
+            let expr: Expr = content.parse()?;
+            LocalAccess::Declared {
+                ident,
+                ty: Box::new(ty),
+                expr: Box::new(expr),
+            }
+        } else {
+            LocalAccess::Struct(ident)
+        };
+        if out.iter().any(|a| a.ident() == access.ident()) {
+            return Err(syn::Error::new(
+                access.ident().span(),
+                format!("local resource `{}` listed twice", access.ident()),
+            ));
+        }
+        out.push(access);
+        if content.is_empty() {
+            break;
+        }
+        content.parse::<Token![,]>()?;
+    }
+    Ok(out)
+}
+
+/// Checks the parts of a signature that no special function may have.
+fn plain_signature(f: &ItemFn, what: &str) -> syn::Result<()> {
+    let sig = &f.sig;
+    if let Some(token) = &sig.asyncness {
+        return Err(syn::Error::new(
+            token.span(),
+            format!("#[{what}] functions are synchronous and run to completion: remove `async`"),
+        ));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            format!("#[{what}] functions cannot be generic"),
+        ));
+    }
+    if let Some(token) = &sig.unsafety {
+        return Err(syn::Error::new(
+            token.span(),
+            format!("#[{what}] functions cannot be `unsafe`"),
+        ));
+    }
+    if let Some(abi) = &sig.abi {
+        return Err(syn::Error::new(
+            abi.span(),
+            format!("#[{what}] functions use the Rust ABI"),
+        ));
+    }
+    if let Some(variadic) = &sig.variadic {
+        return Err(syn::Error::new(
+            variadic.span(),
+            "variadic arguments are not supported",
+        ));
+    }
+    if !matches!(f.vis, Visibility::Inherited) {
+        return Err(syn::Error::new(
+            f.vis.span(),
+            format!("#[{what}] functions are called by the runtime: remove the visibility"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that the first input is `cx: <name>::Context` (any pattern).
+fn context_input(f: &ItemFn, what: &str) -> syn::Result<()> {
+    let name = &f.sig.ident;
+    let expected = format!("the first argument must be the context: `cx: {name}::Context`");
+    let Some(first) = f.sig.inputs.first() else {
+        return Err(syn::Error::new(f.sig.paren_token.span.join(), expected));
+    };
+    let FnArg::Typed(pt) = first else {
+        return Err(syn::Error::new(
+            first.span(),
+            format!("#[{what}] functions are free functions: remove `self`"),
+        ));
+    };
+    if !is_context_path(&pt.ty, name) {
+        return Err(syn::Error::new(pt.ty.span(), expected));
+    }
+    Ok(())
+}
+
+fn is_context_path(ty: &Type, name: &Ident) -> bool {
+    let Type::Path(tp) = ty else { return false };
+    if tp.qself.is_some() {
+        return false;
+    }
+    let segments: Vec<_> = tp.path.segments.iter().collect();
+    segments.len() == 2 && segments[0].ident == *name && segments[1].ident == "Context"
+}
+
+fn init_fn(item: ItemFn, attr: Attribute) -> syn::Result<Init> {
+    plain_signature(&item, "init")?;
+    context_input(&item, "init")?;
+    if item.sig.inputs.len() != 1 {
+        return Err(syn::Error::new(
+            item.sig.inputs.span(),
+            "#[init] takes only its context: `fn init(cx: init::Context)`",
+        ));
+    }
+    if !returns_init_tuple(&item) {
+        let span = match &item.sig.output {
+            ReturnType::Default => item.sig.ident.span(),
+            ReturnType::Type(_, ty) => ty.span(),
+        };
+        return Err(syn::Error::new(
+            span,
+            format!(
+                "#[init] must return the resources: `-> (Shared, Local, {}::Monotonics)`",
+                item.sig.ident
+            ),
+        ));
+    }
+    let args = item_args(&attr, "init")?;
+    Ok(Init {
+        item,
+        local: args.local.map(|(l, _)| l).unwrap_or_default(),
+    })
+}
+
+fn returns_init_tuple(item: &ItemFn) -> bool {
+    let ReturnType::Type(_, ty) = &item.sig.output else {
+        return false;
+    };
+    let Type::Tuple(tuple) = &**ty else {
+        return false;
+    };
+    let last_is = |ty: &Type, name: &str| -> bool {
+        matches!(ty, Type::Path(tp) if tp.qself.is_none()
+            && tp.path.segments.last().is_some_and(|s| s.ident == name && s.arguments.is_empty()))
+    };
+    tuple.elems.len() == 3
+        && last_is(&tuple.elems[0], "Shared")
+        && last_is(&tuple.elems[1], "Local")
+        && last_is(&tuple.elems[2], "Monotonics")
+}
+
+fn idle_fn(item: ItemFn, attr: Attribute) -> syn::Result<Idle> {
+    plain_signature(&item, "idle")?;
+    context_input(&item, "idle")?;
+    if item.sig.inputs.len() != 1 {
+        return Err(syn::Error::new(
+            item.sig.inputs.span(),
+            "#[idle] takes only its context: `fn idle(cx: idle::Context) -> !`",
+        ));
+    }
+    match &item.sig.output {
+        ReturnType::Default => {}
+        ReturnType::Type(_, ty) if matches!(**ty, Type::Never(_)) => {}
+        ReturnType::Type(_, ty) => {
+            return Err(syn::Error::new(
+                ty.span(),
+                "#[idle] returns `!` (loops forever) or nothing",
+            ));
+        }
+    }
+    let args = item_args(&attr, "idle")?;
+    Ok(Idle {
+        item,
+        shared: args.shared.map(|(s, _)| s).unwrap_or_default(),
+        local: args.local.map(|(l, _)| l).unwrap_or_default(),
+    })
+}
+
+fn task_fn(item: ItemFn, attr: Attribute) -> syn::Result<Task> {
+    plain_signature(&item, "task")?;
+    let name = item.sig.ident.to_string();
+    if name == "init" || name == "idle" {
+        return Err(syn::Error::new(
+            item.sig.ident.span(),
+            format!("a task cannot be called `{name}`: the name belongs to the #[{name}] context"),
+        ));
+    }
+    context_input(&item, "task")?;
+    match &item.sig.output {
+        ReturnType::Default => {}
+        ReturnType::Type(_, ty) => {
+            return Err(syn::Error::new(
+                ty.span(),
+                "tasks return nothing: send results on with a spawn or a shared resource",
+            ));
+        }
+    }
+    let mut inputs = Vec::new();
+    for input in item.sig.inputs.iter().skip(1) {
+        match input {
+            FnArg::Typed(pt) => {
+                if let Type::ImplTrait(_) = &*pt.ty {
+                    return Err(syn::Error::new(
+                        pt.ty.span(),
+                        "task arguments are stored in a message queue: give a concrete type",
+                    ));
+                }
+                inputs.push((pt.pat.clone(), pt.ty.clone()));
+            }
+            FnArg::Receiver(r) => {
+                return Err(syn::Error::new(r.span(), "tasks cannot take `self`"));
+            }
+        }
+    }
+    let args = item_args(&attr, "task")?;
+    Ok(Task {
+        item,
+        priority: args.priority.map_or(1, |(p, _)| p),
+        capacity: args.capacity.map_or(1, |(c, _)| c),
+        shared: args.shared.map(|(s, _)| s).unwrap_or_default(),
+        local: args.local.map(|(l, _)| l).unwrap_or_default(),
+        inputs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn parses_listing_1() {
+        let app = app(
+            quote!(),
+            quote! {
+                mod app {
+                    #[local]
+                    struct Local { start: Instant }
+                    #[init]
+                    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+                        task1::spawn(0).unwrap();
+                        (Shared {}, Local { start: Instant::now() }, init::Monotonics())
+                    }
+                    #[task(priority = 1)]
+                    fn task1(_cx: task1::Context, x: i32) { task2::spawn(x + 1).unwrap(); }
+                    #[task(priority = 1, local = [start])]
+                    fn task2(cx: task2::Context, x: i32) {}
+                }
+            },
+        )
+        .unwrap();
+        assert!(app.shared.item.is_none());
+        assert_eq!(app.local.fields.len(), 1);
+        assert_eq!(app.tasks.len(), 2);
+        assert_eq!(app.tasks[1].local.len(), 1);
+        assert_eq!(app.tasks[0].inputs.len(), 1);
+    }
+
+    #[test]
+    fn parses_app_arguments() {
+        let args = app_args
+            .parse2(quote!(
+                cores = [p1 = 0, p3 = [0, 1]],
+                on_panic = continue,
+                main = false
+            ))
+            .unwrap();
+        assert_eq!(args.cores.len(), 2);
+        assert_eq!(args.cores[1].priority, 3);
+        assert_eq!(args.cores[1].cpus, vec![0, 1]);
+        assert_eq!(args.on_panic, OnPanic::Continue);
+        assert!(!args.main);
+    }
+
+    #[test]
+    fn parses_local_declarations_and_read_only_shared() {
+        let attr: Attribute = syn::parse_quote!(#[task(priority = 3, shared = [a, &b], local = [x, y: u32 = 0], capacity = 4)]);
+        let args = item_args(&attr, "task").unwrap();
+        assert_eq!(args.priority.unwrap().0, 3);
+        assert_eq!(args.capacity.unwrap().0, 4);
+        let shared = args.shared.unwrap().0;
+        assert!(!shared[0].read_only && shared[1].read_only);
+        let local = args.local.unwrap().0;
+        assert!(matches!(local[0], LocalAccess::Struct(_)));
+        assert!(matches!(local[1], LocalAccess::Declared { .. }));
+    }
+
+    #[test]
+    fn rejects_priority_zero_and_capacity_zero() {
+        let attr: Attribute = syn::parse_quote!(#[task(priority = 0)]);
+        let err = item_args(&attr, "task").err().unwrap().to_string();
+        assert!(err.contains("outside 1..=99"), "{err}");
+        let attr: Attribute = syn::parse_quote!(#[task(capacity = 0)]);
+        let err = item_args(&attr, "task").err().unwrap().to_string();
+        assert!(err.contains("capacity 0"), "{err}");
+    }
+}
