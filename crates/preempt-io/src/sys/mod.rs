@@ -9,11 +9,14 @@
 pub mod caps;
 pub mod clock;
 pub mod cpu;
+pub mod epoll;
 pub mod eventfd;
+pub mod fdio;
 pub mod kernel;
 pub mod limits;
 pub mod mem;
 pub mod memfd;
+pub mod process;
 pub mod sched;
 pub mod thread;
 pub mod timerfd;
