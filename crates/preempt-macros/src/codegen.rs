@@ -191,7 +191,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         let capacity = level.capacity;
         let mut variants = Vec::new();
         let mut index_arms = Vec::new();
-        let mut name_arms = Vec::new();
+        let mut names = Vec::new();
         let mut dispatch_arms = Vec::new();
         let mut slot_inits = Vec::new();
         for (k, &t) in level.tasks.iter().enumerate() {
@@ -212,7 +212,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             };
             variants.push(variant);
             index_arms.push(quote!(#pattern => #k,));
-            name_arms.push(quote!(#pattern => #name_str,));
+            names.push(name_str);
             dispatch_arms.push(quote! {
                 #pattern => {
                     // SAFETY: the executor of this level runs on one thread and runs one
@@ -243,10 +243,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                     #[allow(unused_variables)]
                     match self { #(#index_arms)* }
                 }
-                fn name(&self) -> &'static str {
-                    #[allow(unused_variables)]
-                    match self { #(#name_arms)* }
-                }
+                const NAMES: &'static [&'static str] = &[#(#names),*];
                 #[inline(always)]
                 fn dispatch(self) {
                     match self { #(#dispatch_arms)* }

@@ -1,0 +1,279 @@
+//! Start-up readiness: may this process run its executors as real-time threads?
+//!
+//! Checked before `init` and before any task runs, so that a missing privilege is a clear
+//! error with the fix, and the process exits non-zero, instead of a `sched_setattr` failing
+//! inside a thread (the peer crate `linux-rtic` panics in the thread and the process hangs).
+//!
+//! | fact                          | needed when                          | otherwise            |
+//! |-------------------------------|--------------------------------------|----------------------|
+//! | CAP_SYS_NICE, or RLIMIT_RTPRIO ≥ highest task priority | the app has tasks  | error      |
+//! | CAP_IPC_LOCK, or RLIMIT_MEMLOCK unlimited | always (`mlockall(MCL_CURRENT \| MCL_FUTURE)`; a finite limit would make later allocations fail) | error |
+//! | kernel is PREEMPT_RT           | never required                       | warning              |
+//!
+//! Soft mode (`PREEMPT_SOFT=1` in the environment) skips the real-time policy and memory
+//! locking and prints a loud warning instead: for laptops and unprivileged CI, never for a
+//! machine that must meet deadlines.
+
+use std::fmt::Write as _;
+
+use preempt_io::sys::{caps, kernel, limits};
+
+/// The environment variable that selects soft mode.
+pub const SOFT_ENV: &str = "PREEMPT_SOFT";
+
+/// What the start-up looked at.
+#[derive(Clone, Debug)]
+pub(crate) struct Facts {
+    pub(crate) cap_sys_nice: bool,
+    pub(crate) cap_ipc_lock: bool,
+    pub(crate) rtprio: limits::Limit,
+    pub(crate) memlock: limits::Limit,
+    pub(crate) preempt_rt: bool,
+    pub(crate) preempt_model: String,
+    pub(crate) exe: String,
+    pub(crate) user: String,
+}
+
+impl Facts {
+    /// Reads the facts of this process. A fact that cannot be read counts as "not granted",
+    /// so the error names the fix rather than the start-up failing obscurely later.
+    pub(crate) fn gather() -> Facts {
+        let info = kernel::preempt_info();
+        Facts {
+            cap_sys_nice: caps::has_effective(caps::Capability::SysNice).unwrap_or(false),
+            cap_ipc_lock: caps::has_effective(caps::Capability::IpcLock).unwrap_or(false),
+            rtprio: limits::rtprio().unwrap_or(limits::Limit {
+                soft: Some(0),
+                hard: Some(0),
+            }),
+            memlock: limits::memlock().unwrap_or(limits::Limit {
+                soft: Some(0),
+                hard: Some(0),
+            }),
+            preempt_rt: kernel::is_preempt_rt(),
+            preempt_model: info.model.name().to_string(),
+            exe: std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "<your program>".into()),
+            user: std::env::var("USER").unwrap_or_else(|_| "<user>".into()),
+        }
+    }
+}
+
+/// A missing privilege.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Problem {
+    /// Highest task priority above RLIMIT_RTPRIO without CAP_SYS_NICE.
+    RtPrio { needed: u8, limit: Option<u64> },
+    /// A finite RLIMIT_MEMLOCK without CAP_IPC_LOCK.
+    MemLock { limit: u64 },
+}
+
+/// A threat to real-time behaviour that does not stop the app.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Warning {
+    /// The kernel is not PREEMPT_RT.
+    NotPreemptRt { model: String },
+}
+
+/// Problems (start-up stops) and warnings (it goes on).
+#[derive(Debug, Default)]
+pub(crate) struct Assessment {
+    pub(crate) problems: Vec<Problem>,
+    pub(crate) warnings: Vec<Warning>,
+}
+
+/// Decides from `facts` whether an app whose highest task priority is `max_priority`
+/// (`None`: no tasks) may start in real-time mode.
+pub(crate) fn assess(facts: &Facts, max_priority: Option<u8>) -> Assessment {
+    let mut out = Assessment::default();
+    if let Some(needed) = max_priority
+        && !facts.cap_sys_nice
+        && !facts.rtprio.allows(u64::from(needed))
+    {
+        out.problems.push(Problem::RtPrio {
+            needed,
+            limit: facts.rtprio.soft,
+        });
+    }
+    if let (false, Some(limit)) = (facts.cap_ipc_lock, facts.memlock.soft) {
+        out.problems.push(Problem::MemLock { limit });
+    }
+    if !facts.preempt_rt {
+        out.warnings.push(Warning::NotPreemptRt {
+            model: facts.preempt_model.clone(),
+        });
+    }
+    out
+}
+
+/// The error text for `problems`: what is missing, then every fix.
+pub(crate) fn render_problems(app: &str, facts: &Facts, problems: &[Problem]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "preempt: app `{app}` cannot start its real-time executors:"
+    );
+    let mut caps_needed = Vec::new();
+    let mut limits_lines = Vec::new();
+    let mut ulimits = Vec::new();
+    for problem in problems {
+        match problem {
+            Problem::RtPrio { needed, limit } => {
+                let limit = limit.map_or("unlimited".to_string(), |l| l.to_string());
+                let _ = writeln!(
+                    s,
+                    "  - its highest task priority is {needed} (SCHED_FIFO), but RLIMIT_RTPRIO \
+                     is {limit} and the process lacks CAP_SYS_NICE"
+                );
+                caps_needed.push("cap_sys_nice");
+                limits_lines.push(format!("{} - rtprio {needed}", facts.user));
+                ulimits.push(format!("ulimit -r {needed}"));
+            }
+            Problem::MemLock { limit } => {
+                let _ = writeln!(
+                    s,
+                    "  - it locks its memory (mlockall) so that no page fault delays a task, but \
+                     RLIMIT_MEMLOCK is {limit} bytes and the process lacks CAP_IPC_LOCK"
+                );
+                caps_needed.push("cap_ipc_lock");
+                limits_lines.push(format!("{} - memlock unlimited", facts.user));
+                ulimits.push("ulimit -l unlimited".to_string());
+            }
+        }
+    }
+    let _ = writeln!(s, "fix one of:");
+    let _ = writeln!(s, "  * run it as root;");
+    let _ = writeln!(
+        s,
+        "  * grant the capabilities: sudo setcap {}+ep {}",
+        caps_needed.join(","),
+        facts.exe
+    );
+    let _ = writeln!(
+        s,
+        "  * raise the limits: add `{}` to /etc/security/limits.conf and log in again \
+         (or `{}` in a root shell before starting it);",
+        limits_lines.join("` and `"),
+        ulimits.join("; ")
+    );
+    let _ = write!(
+        s,
+        "  * or run without real-time guarantees (development only): {SOFT_ENV}=1 {}",
+        facts.exe
+    );
+    s
+}
+
+/// The warning text.
+pub(crate) fn render_warning(warning: &Warning) -> String {
+    match warning {
+        Warning::NotPreemptRt { model } => format!(
+            "preempt: warning: the kernel is not PREEMPT_RT (preemption model: {model}); \
+             real-time threads can be delayed by non-preemptible kernel sections. Boot a \
+             PREEMPT_RT kernel (Debian: linux-image-rt-amd64 / linux-image-rt-arm64) for \
+             bounded latency."
+        ),
+    }
+}
+
+/// The loud soft-mode warning.
+pub(crate) fn soft_mode_warning(app: &str) -> String {
+    format!(
+        "preempt: WARNING: {SOFT_ENV}=1: app `{app}` runs in SOFT mode: executors are \
+         SCHED_OTHER threads and memory is not locked. Task priorities do NOT preempt and NO \
+         deadline is guaranteed. Use this on development machines only."
+    )
+}
+
+/// Whether soft mode is requested.
+pub(crate) fn soft_requested() -> bool {
+    std::env::var(SOFT_ENV).is_ok_and(|v| {
+        let v = v.trim();
+        !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> Facts {
+        Facts {
+            cap_sys_nice: false,
+            cap_ipc_lock: false,
+            rtprio: limits::Limit {
+                soft: Some(0),
+                hard: Some(0),
+            },
+            memlock: limits::Limit {
+                soft: Some(8 << 20),
+                hard: Some(8 << 20),
+            },
+            preempt_rt: false,
+            preempt_model: "voluntary".into(),
+            exe: "/usr/bin/robot".into(),
+            user: "alice".into(),
+        }
+    }
+
+    #[test]
+    fn unprivileged_process_gets_both_problems_and_every_fix() {
+        let f = facts();
+        let a = assess(&f, Some(15));
+        assert_eq!(
+            a.problems,
+            vec![
+                Problem::RtPrio {
+                    needed: 15,
+                    limit: Some(0)
+                },
+                Problem::MemLock { limit: 8 << 20 }
+            ]
+        );
+        let text = render_problems("app", &f, &a.problems);
+        assert!(text.contains("highest task priority is 15"), "{text}");
+        assert!(
+            text.contains("setcap cap_sys_nice,cap_ipc_lock+ep /usr/bin/robot"),
+            "{text}"
+        );
+        assert!(text.contains("alice - rtprio 15"), "{text}");
+        assert!(text.contains("alice - memlock unlimited"), "{text}");
+        assert!(text.contains("run it as root"), "{text}");
+        assert!(text.contains("PREEMPT_SOFT=1 /usr/bin/robot"), "{text}");
+    }
+
+    #[test]
+    fn capabilities_or_limits_are_each_enough() {
+        let mut f = facts();
+        f.cap_sys_nice = true;
+        f.cap_ipc_lock = true;
+        assert!(assess(&f, Some(99)).problems.is_empty());
+        let mut f = facts();
+        f.rtprio.soft = Some(20);
+        f.memlock.soft = None;
+        assert!(assess(&f, Some(20)).problems.is_empty());
+        assert_eq!(
+            assess(&f, Some(21)).problems,
+            vec![Problem::RtPrio {
+                needed: 21,
+                limit: Some(20)
+            }]
+        );
+        // No tasks: no real-time priority needed.
+        assert!(assess(&f, None).problems.is_empty());
+    }
+
+    #[test]
+    fn non_rt_kernel_is_a_warning_only() {
+        let mut f = facts();
+        f.cap_sys_nice = true;
+        f.cap_ipc_lock = true;
+        let a = assess(&f, Some(1));
+        assert!(a.problems.is_empty());
+        assert_eq!(a.warnings.len(), 1);
+        assert!(render_warning(&a.warnings[0]).contains("not PREEMPT_RT"));
+        f.preempt_rt = true;
+        assert!(assess(&f, Some(1)).warnings.is_empty());
+    }
+}

@@ -1,0 +1,394 @@
+//! Shared resources: how a task reaches them, and the lock path.
+//!
+//! The `#[preempt::app]` macro decides, per resource, how much protection it needs (see the
+//! crate docs) and hands each task one proxy per resource in `cx.shared`:
+//!
+//! | users of the resource                          | proxy              | `lock` costs          |
+//! |------------------------------------------------|--------------------|-----------------------|
+//! | all at one priority (one executor thread)      | [`Exclusive`]      | nothing               |
+//! | several priorities, some write                 | [`SharedMut`]      | PCP mutex (see below) |
+//! | several priorities, this one reads (`&res`)    | [`SharedRef`]      | PCP mutex             |
+//! | `#[lock_free]`, or everyone reads              | `&mut T` / `&T`    | no proxy at all       |
+//!
+//! # The lock path
+//!
+//! [`SharedMut::lock`] calls `preempt_sync::pcp::PcpMutex::lock` with the task's static
+//! priority. The mutex implements the original Priority Ceiling Protocol on a Linux PI futex
+//! (thesis §5.5.2): a task may take a resource only while its priority is above the ceilings
+//! of the resources other tasks of its *group* hold; otherwise it sleeps in `FUTEX_LOCK_PI` on
+//! the futex of the holder, which the kernel boosts to the waiter's priority. Uncontended, the
+//! lock and the unlock are one atomic compare-and-swap each, with no system call. Groups are
+//! the sets of tasks that transitively share locked resources; the macro gives each its own
+//! ceiling state, so unrelated groups never block each other.
+//!
+//! `lock` takes `&mut self`: a task cannot lock the same resource twice (the borrow checker
+//! refuses), which is what makes handing out `&mut T` sound. Nested locks of *different*
+//! resources are fine and deadlock-free under PCP, and [`MultiLock2`] (up to
+//! [`MultiLock8`]) does that for tuples:
+//!
+//! ```ignore
+//! (&mut cx.shared.a, &mut cx.shared.b).lock(|a, b| *a += *b);
+//! cx.shared.lock_all(|s| *s.a += *s.b);
+//! ```
+
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+
+use preempt_sync::pcp::{PcpGroup, PcpMutex};
+
+/// Something that can be locked to reach a value: the common interface of the proxies.
+///
+/// Resources live in statics, hence `T: 'static` in every implementation.
+pub trait Lock {
+    /// What the closure receives (`&mut T` or `&T`).
+    type Target<'t>;
+
+    /// Locks, runs `f` with the value, unlocks (also when `f` panics), returns `f`'s result.
+    fn lock<R>(&mut self, f: impl FnOnce(Self::Target<'_>) -> R) -> R;
+}
+
+impl<L: Lock> Lock for &mut L {
+    type Target<'t> = L::Target<'t>;
+
+    #[inline]
+    fn lock<R>(&mut self, f: impl FnOnce(Self::Target<'_>) -> R) -> R {
+        (**self).lock(f)
+    }
+}
+
+macro_rules! multi_lock {
+    ($(#[$doc:meta])* $trait:ident: $($name:ident $var:ident),+) => {
+        $(#[$doc])*
+        ///
+        /// The resources are locked one inside the other, in tuple order; the Priority
+        /// Ceiling Protocol makes every order deadlock-free.
+        pub trait $trait<$($name: Lock),+> {
+            /// Locks every resource of the tuple and runs `f` with all of them.
+            fn lock<R>(self, f: impl FnOnce($($name::Target<'_>),+) -> R) -> R;
+        }
+
+        impl<$($name: Lock),+> $trait<$($name),+> for ($($name,)+) {
+            #[inline]
+            fn lock<R>(self, f: impl FnOnce($($name::Target<'_>),+) -> R) -> R {
+                let ($(mut $var,)+) = self;
+                multi_lock!(@nest f, (), $($var),+)
+            }
+        }
+    };
+    (@nest $f:ident, ($($done:ident),*), $head:ident $(, $rest:ident)*) => {
+        $head.lock(|$head| multi_lock!(@nest $f, ($($done,)* $head), $($rest),*))
+    };
+    (@nest $f:ident, ($($done:ident),*), ) => {
+        $f($($done),*)
+    };
+}
+
+multi_lock!(
+    /// `(a, b).lock(|a, b| ..)`.
+    MultiLock2: A a, B b
+);
+multi_lock!(
+    /// `(a, b, c).lock(|a, b, c| ..)`.
+    MultiLock3: A a, B b, C c
+);
+multi_lock!(
+    /// Four resources at once.
+    MultiLock4: A a, B b, C c, D d
+);
+multi_lock!(
+    /// Five resources at once.
+    MultiLock5: A a, B b, C c, D d, E e
+);
+multi_lock!(
+    /// Six resources at once.
+    MultiLock6: A a, B b, C c, D d, E e, G g
+);
+multi_lock!(
+    /// Seven resources at once.
+    MultiLock7: A a, B b, C c, D d, E e, G g, H h
+);
+multi_lock!(
+    /// Eight resources at once.
+    MultiLock8: A a, B b, C c, D d, E e, G g, H h, I i
+);
+
+/// A resource whose users all run on one executor thread: `lock` is free.
+pub struct Exclusive<'a, T> {
+    value: &'a mut T,
+}
+
+impl<'a, T> Exclusive<'a, T> {
+    /// Wraps exclusive access.
+    #[inline(always)]
+    pub fn new(value: &'a mut T) -> Self {
+        Exclusive { value }
+    }
+
+    /// Runs `f` with the value. Every user of this resource runs on this task's executor
+    /// thread, one task at a time, so no lock is needed.
+    #[inline(always)]
+    pub fn lock<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(self.value)
+    }
+}
+
+impl<T: 'static> Lock for Exclusive<'_, T> {
+    type Target<'t> = &'t mut T;
+
+    #[inline(always)]
+    fn lock<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(self.value)
+    }
+}
+
+/// Read-only [`Exclusive`] access.
+pub struct ExclusiveRef<'a, T> {
+    value: &'a T,
+}
+
+impl<'a, T> ExclusiveRef<'a, T> {
+    /// Wraps shared access.
+    #[inline(always)]
+    pub fn new(value: &'a T) -> Self {
+        ExclusiveRef { value }
+    }
+
+    /// Runs `f` with the value (no lock needed, see [`Exclusive::lock`]).
+    #[inline(always)]
+    pub fn lock<R>(&mut self, f: impl FnOnce(&T) -> R) -> R {
+        f(self.value)
+    }
+}
+
+impl<T: 'static> Lock for ExclusiveRef<'_, T> {
+    type Target<'t> = &'t T;
+
+    #[inline(always)]
+    fn lock<R>(&mut self, f: impl FnOnce(&T) -> R) -> R {
+        f(self.value)
+    }
+}
+
+/// A resource shared across priorities, locked under the Priority Ceiling Protocol.
+pub struct SharedMut<'a, T: 'static> {
+    cell: &'static PcpCell<T>,
+    priority: u8,
+    _task: PhantomData<&'a mut T>,
+}
+
+impl<T: Send + 'static> SharedMut<'_, T> {
+    /// The proxy of a task at `priority`.
+    ///
+    /// # Safety
+    /// `cell` has been initialised ([`PcpCell::write`]), `priority` is the static priority of
+    /// the executor thread that will call `lock`, and at most one proxy per task exists.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn new(cell: &'static PcpCell<T>, priority: u8) -> Self {
+        SharedMut {
+            cell,
+            priority,
+            _task: PhantomData,
+        }
+    }
+
+    /// Locks the resource, runs `f`, unlocks (also if `f` panics). Uncontended this is two
+    /// atomic operations and no system call.
+    #[inline]
+    pub fn lock<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: `new`'s contract says the cell is initialised.
+        unsafe { self.cell.lock(self.priority, f) }
+    }
+}
+
+impl<T: Send + 'static> Lock for SharedMut<'_, T> {
+    type Target<'t> = &'t mut T;
+
+    #[inline]
+    fn lock<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
+        SharedMut::lock(self, f)
+    }
+}
+
+/// Read-only access to a resource that other tasks write: still locked (PCP).
+pub struct SharedRef<'a, T: 'static> {
+    cell: &'static PcpCell<T>,
+    priority: u8,
+    _task: PhantomData<&'a T>,
+}
+
+impl<T: Send + 'static> SharedRef<'_, T> {
+    /// The proxy of a task at `priority`.
+    ///
+    /// # Safety
+    /// As for [`SharedMut::new`].
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn new(cell: &'static PcpCell<T>, priority: u8) -> Self {
+        SharedRef {
+            cell,
+            priority,
+            _task: PhantomData,
+        }
+    }
+
+    /// Locks the resource and runs `f` with a shared reference.
+    #[inline]
+    pub fn lock<R>(&mut self, f: impl FnOnce(&T) -> R) -> R {
+        // SAFETY: `new`'s contract says the cell is initialised.
+        unsafe { self.cell.lock(self.priority, |v| f(v)) }
+    }
+}
+
+impl<T: Send + 'static> Lock for SharedRef<'_, T> {
+    type Target<'t> = &'t T;
+
+    #[inline]
+    fn lock<R>(&mut self, f: impl FnOnce(&T) -> R) -> R {
+        SharedRef::lock(self, f)
+    }
+}
+
+/// Static storage for a resource that needs no lock (one executor, `#[lock_free]`, read-only
+/// or local): written once by `init`, then reached through `&`/`&mut` handed out by the
+/// generated code.
+#[doc(hidden)]
+pub struct StaticCell<T> {
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+// SAFETY: the generated code hands out `&mut T` to one thread at a time only (the single
+// executor thread of the resource's users, or `init` before any executor starts), which is
+// what `T: Send` allows. Read-only sharing across threads additionally asserts `T: Sync`
+// where the macro generates it (`assert_sync`).
+unsafe impl<T: Send> Sync for StaticCell<T> {}
+
+impl<T> StaticCell<T> {
+    /// An empty cell, to be written by `init`.
+    pub const fn uninit() -> Self {
+        StaticCell {
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// A cell holding `value` (declared local resources).
+    pub const fn new(value: T) -> Self {
+        StaticCell {
+            value: UnsafeCell::new(MaybeUninit::new(value)),
+        }
+    }
+
+    /// Initialises the cell.
+    ///
+    /// # Safety
+    /// Called once, before any reference to the value exists (the generated `run` calls it
+    /// right after `init`, before starting executors).
+    pub unsafe fn write(&'static self, value: T) {
+        // SAFETY: no reference to the content exists (contract), so writing through the
+        // UnsafeCell's pointer aliases nothing.
+        unsafe { (*self.value.get()).write(value) };
+    }
+
+    /// Exclusive access.
+    ///
+    /// # Safety
+    /// The cell is initialised and no other reference to its content is alive while the
+    /// returned one is (the macro gives each cell to one executor thread or one context).
+    #[allow(clippy::mut_from_ref, reason = "exclusivity is the caller's contract")]
+    pub unsafe fn get_mut(&'static self) -> &'static mut T {
+        // SAFETY: initialised and unaliased per the contract.
+        unsafe { (*self.value.get()).assume_init_mut() }
+    }
+
+    /// Shared access.
+    ///
+    /// # Safety
+    /// The cell is initialised and nobody holds a `&mut` to its content.
+    pub unsafe fn get(&'static self) -> &'static T {
+        // SAFETY: initialised and not mutably aliased per the contract.
+        unsafe { (*self.value.get()).assume_init_ref() }
+    }
+}
+
+/// Static storage for a resource locked under PCP.
+#[doc(hidden)]
+pub struct PcpCell<T> {
+    mutex: PcpMutex<MaybeUninit<T>>,
+    ceiling: u8,
+}
+
+impl<T: Send> PcpCell<T> {
+    /// An empty cell with its ceiling and group.
+    pub const fn new(ceiling: u8, group: &'static PcpGroup) -> Self {
+        PcpCell {
+            mutex: PcpMutex::new(MaybeUninit::uninit(), ceiling, group),
+            ceiling,
+        }
+    }
+
+    /// Initialises the cell.
+    ///
+    /// # Safety
+    /// Called once, before any task runs.
+    pub unsafe fn write(&'static self, value: T) {
+        // The ceiling is a valid priority for any lock of this resource.
+        self.mutex.lock(self.ceiling, |slot| {
+            slot.write(value);
+        });
+    }
+
+    /// Locks at `priority` and runs `f`.
+    ///
+    /// # Safety
+    /// The cell is initialised.
+    #[inline]
+    pub unsafe fn lock<R>(&'static self, priority: u8, f: impl FnOnce(&mut T) -> R) -> R {
+        self.mutex.lock(priority, |slot| {
+            // SAFETY: initialised per the contract; the mutex makes this access exclusive.
+            f(unsafe { slot.assume_init_mut() })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_lock_spreads_arguments_and_nests() {
+        static A: StaticCell<u32> = StaticCell::new(1);
+        static B: StaticCell<u64> = StaticCell::new(2);
+        static C: StaticCell<u8> = StaticCell::new(3);
+        // SAFETY: this test is the only user of the three cells.
+        let (a, b, c) = unsafe { (A.get_mut(), B.get_mut(), C.get()) };
+        let mut pa = Exclusive::new(a);
+        let mut pb = Exclusive::new(b);
+        let mut pc = ExclusiveRef::new(c);
+        let sum = (&mut pa, &mut pb, &mut pc).lock(|a, b, c| {
+            *a += 10;
+            *b += 20;
+            u64::from(*a) + *b + u64::from(*c)
+        });
+        assert_eq!(sum, 11 + 22 + 3);
+        (pa, pb).lock(|a, b| {
+            *a += 1;
+            *b += 1;
+        });
+        // SAFETY: the proxies are gone.
+        assert_eq!(unsafe { (*A.get(), *B.get()) }, (12, 23));
+    }
+
+    #[test]
+    fn static_cell_round_trip() {
+        static CELL: StaticCell<Vec<u8>> = StaticCell::uninit();
+        static DECLARED: StaticCell<u32> = StaticCell::new(7);
+        // SAFETY: this test is the only user of CELL and DECLARED.
+        unsafe {
+            CELL.write(vec![1, 2]);
+            CELL.get_mut().push(3);
+            assert_eq!(CELL.get(), &[1, 2, 3]);
+            assert_eq!(*DECLARED.get(), 7);
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! The examples run, end by themselves, and print what `examples/expected/<name>.out` says
+//! (timing lines are masked: `Time: <duration>`). Plus the start-up paths: a missing
+//! privilege is a clear error with exit code 1, and `PREEMPT_SOFT=1` runs anyway.
+//!
+//! `cargo test -p preempt` builds the examples next to this test
+//! (`target/<profile>/examples/`). Re-bless the golden files with
+//! `PREEMPT_BLESS=1 cargo test -p preempt --test examples_output`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn example(name: &str) -> PathBuf {
+    // target/<profile>/deps/examples_output-<hash> -> target/<profile>/examples/<name>
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the whole suite (`cargo test -p preempt`), which builds the examples",
+        path.display()
+    );
+    path
+}
+
+fn privileged() -> bool {
+    use preempt_io::sys::{caps, limits};
+    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
+        || limits::rtprio().is_ok_and(|l| l.allows(15));
+    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
+        || limits::memlock().is_ok_and(|l| l.soft.is_none());
+    nice && lock
+}
+
+/// Runs `cmd` with a watchdog: a child that does not finish in `timeout` fails the test.
+fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > timeout {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what} hung (killed after {timeout:?})\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        pause(Duration::from_millis(5));
+    }
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test watchdog polling, not real-time code"
+)]
+fn pause(d: Duration) {
+    std::thread::sleep(d);
+}
+
+fn example_command(name: &str, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(example(name));
+    cmd.envs(env.iter().copied());
+    if !privileged() {
+        eprintln!("note: no real-time privileges here; running `{name}` with PREEMPT_SOFT=1");
+        cmd.env("PREEMPT_SOFT", "1");
+    }
+    cmd
+}
+
+/// Replaces the value of timing lines, which differ from run to run.
+fn mask(stdout: &str) -> String {
+    let mut out = String::new();
+    for line in stdout.lines() {
+        match line.split_once(": ") {
+            Some((key @ ("Time" | "Release time"), _)) => {
+                out.push_str(key);
+                out.push_str(": <duration>");
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn check_golden(name: &str, env: &[(&str, &str)], timeout: Duration) {
+    let out = run(example_command(name, env), name, timeout);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name} failed\n{stdout}\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let got = mask(&stdout);
+    let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/expected")
+        .join(format!("{name}.out"));
+    if std::env::var_os("PREEMPT_BLESS").is_some() {
+        std::fs::write(&golden, &got).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&golden)
+        .unwrap_or_else(|e| panic!("{}: {e} (bless with PREEMPT_BLESS=1)", golden.display()));
+    assert_eq!(
+        got,
+        expected,
+        "{name}: output differs from {}",
+        golden.display()
+    );
+}
+
+#[test]
+fn listing1_same_priority_output() {
+    check_golden(
+        "listing1_same_priority",
+        &[("PREEMPT_EXAMPLE_ITERATIONS", "100000")],
+        Duration::from_secs(60),
+    );
+}
+
+#[test]
+fn listing1_cross_priority_output() {
+    check_golden(
+        "listing1_cross_priority",
+        &[("PREEMPT_EXAMPLE_ITERATIONS", "2000")],
+        Duration::from_secs(60),
+    );
+}
+
+#[test]
+fn listing2_contended_unlock_output() {
+    check_golden(
+        "listing2_contended_unlock",
+        &[("PREEMPT_EXAMPLE_SAMPLES", "500")],
+        Duration::from_secs(60),
+    );
+}
+
+#[test]
+fn appendix_a_output() {
+    check_golden(
+        "appendix_a",
+        &[("PREEMPT_EXAMPLE_PERIOD_MS", "20")],
+        Duration::from_secs(60),
+    );
+}
+
+#[test]
+fn deadlock_avoidance_output() {
+    check_golden(
+        "deadlock_avoidance",
+        &[("PREEMPT_EXAMPLE_ROUNDS", "20000")],
+        Duration::from_secs(120),
+    );
+}
+
+/// The thesis's contended-unlock benchmark pinned to one CPU, many times: the peer crate
+/// `pcp-mutex` 0.2 livelocked here in 12 of 15 runs. Every run must end, and correctly.
+#[test]
+fn listing2_pinned_to_one_cpu_never_hangs() {
+    // Affinity is inherited through fork and exec: pin this thread, spawn from it.
+    let handle = std::thread::spawn(|| {
+        preempt_io::sys::sched::set_current_thread_affinity(&[0]).unwrap();
+        for run_index in 0..20 {
+            let cmd = example_command(
+                "listing2_contended_unlock",
+                &[("PREEMPT_EXAMPLE_SAMPLES", "300")],
+            );
+            let out = run(
+                cmd,
+                &format!("pinned listing2 run {run_index}"),
+                Duration::from_secs(30),
+            );
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "run {run_index}: {stdout}");
+            assert!(
+                stdout.contains("a = 601 after 300 samples"),
+                "run {run_index}: {stdout}"
+            );
+        }
+    });
+    handle.join().unwrap();
+}
+
+fn tool(name: &str) -> bool {
+    Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 the app refuses to start, names the fixes
+/// and exits with 1 before any task runs; `PREEMPT_SOFT=1` runs it anyway, loudly.
+#[test]
+fn missing_privilege_is_a_clear_error_and_soft_mode_runs() {
+    let as_root = preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
+        .unwrap_or(false);
+    let unprivileged = |soft: bool| -> Command {
+        let mut cmd = if as_root {
+            // Drop CAP_SYS_NICE from the bounding set: exec then leaves it out of the
+            // child's permitted and effective sets, even for root.
+            let mut c = Command::new("prlimit");
+            c.args(["--rtprio=0:0", "setpriv", "--bounding-set=-sys_nice", "--"]);
+            c.arg(example("listing1_same_priority"));
+            c
+        } else {
+            let mut c = Command::new("prlimit");
+            c.args(["--rtprio=0:0", "--"]);
+            c.arg(example("listing1_same_priority"));
+            c
+        };
+        cmd.env("PREEMPT_EXAMPLE_ITERATIONS", "1000");
+        if soft {
+            cmd.env("PREEMPT_SOFT", "1");
+        } else {
+            cmd.env_remove("PREEMPT_SOFT");
+        }
+        cmd
+    };
+    if !tool("prlimit") || (as_root && !tool("setpriv")) {
+        eprintln!("skipped: needs util-linux's prlimit and setpriv to drop the privilege");
+        return;
+    }
+    let out = run(
+        unprivileged(false),
+        "unprivileged app",
+        Duration::from_secs(30),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "a task ran: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for needle in [
+        "RLIMIT_RTPRIO is 0 and the process lacks CAP_SYS_NICE",
+        "run it as root",
+        "setcap cap_sys_nice",
+        "rtprio 1` to /etc/security/limits.conf",
+        "PREEMPT_SOFT=1",
+    ] {
+        assert!(stderr.contains(needle), "missing `{needle}` in:\n{stderr}");
+    }
+
+    let out = run(unprivileged(true), "soft-mode app", Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("runs in SOFT mode"), "{stderr}");
+    assert!(stdout.contains("Switches: 1001"), "{stdout}");
+}
