@@ -37,7 +37,8 @@ pub mod backend;
 pub mod context;
 pub mod iodev;
 mod mempool;
-
+pub mod sensor;
+pub mod simimu;
 pub mod types;
 
 pub use backend::{BackendChoice, BackendInfo, BackendKind, io_uring_disabled_sysctl};

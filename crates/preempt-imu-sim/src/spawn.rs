@@ -1,0 +1,156 @@
+//! The reader's side: create the devices (memfd register files + eventfd INT lines), spawn
+//! `imu-sim` with them inherited at fixed descriptor numbers, and kill it on drop. The child
+//! also has SIGKILL as its parent-death signal, so it dies with the reader even if the reader
+//! is killed (see `preempt_io::sys::process`).
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use preempt_io::rtio::simimu::REGFILE_LEN;
+use preempt_io::sys::eventfd::EventFd;
+use preempt_io::sys::memfd::{MemFd, SharedMap};
+use preempt_io::sys::process;
+
+use crate::sim::SimConfig;
+
+/// One simulated device as the reader holds it.
+#[derive(Debug)]
+pub struct SimDevice {
+    /// Register file (`pread`/`pwrite` it, or register a duplicate with RTIO).
+    pub regs: MemFd,
+    /// INT line.
+    pub int: EventFd,
+    /// A mapping to read counters directly (for the benchmark's bookkeeping, not the data path).
+    pub map: SharedMap,
+}
+
+impl SimDevice {
+    /// Creates a device (register file + INT line).
+    ///
+    /// # Errors
+    /// memfd/eventfd/mmap errors.
+    pub fn new(name: &str) -> io::Result<SimDevice> {
+        let regs = MemFd::new(name, REGFILE_LEN)?;
+        let map = SharedMap::new(regs.as_fd(), REGFILE_LEN)?;
+        Ok(SimDevice {
+            regs,
+            int: EventFd::new(0, false)?,
+            map,
+        })
+    }
+
+    /// Duplicates of (register file, INT line) for handing to an RTIO context.
+    ///
+    /// # Errors
+    /// `dup` errors.
+    pub fn dup_fds(&self) -> io::Result<(OwnedFd, OwnedFd)> {
+        Ok((
+            self.regs.as_fd().try_clone_to_owned()?,
+            self.int.as_fd().try_clone_to_owned()?,
+        ))
+    }
+}
+
+/// A running `imu-sim` child and its devices.
+#[derive(Debug)]
+pub struct SimProcess {
+    child: Option<Child>,
+    /// Device 0 is the IMU, then the accelerometers.
+    pub devices: Vec<SimDevice>,
+}
+
+impl SimProcess {
+    /// Spawns `exe` (the `imu-sim` binary) simulating `cfg`.
+    ///
+    /// # Errors
+    /// Invalid config (`InvalidInput`), descriptor creation, or spawn errors (`NotFound` when
+    /// `exe` does not exist: build it with `cargo build -p preempt-imu-sim`).
+    pub fn spawn(exe: &Path, cfg: &SimConfig) -> io::Result<SimProcess> {
+        cfg.validate()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let devices = (0..cfg.devices())
+            .map(|i| SimDevice::new(&format!("imu-sim-{i}")))
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut pass: Vec<(BorrowedFd<'_>, RawFd)> = Vec::new();
+        let mut fd_list = Vec::new();
+        let mut next: RawFd = process::FIRST_PASSED_FD;
+        for d in &devices {
+            pass.push((d.regs.as_fd(), next));
+            pass.push((d.int.as_fd(), next + 1));
+            fd_list.push(format!("{},{}", next, next + 1));
+            next += 2;
+        }
+        let mut cmd = Command::new(exe);
+        cmd.arg("--odr")
+            .arg(cfg.odr_hz.to_string())
+            .arg("--fds")
+            .arg(fd_list.join(","));
+        if !cfg.accel_hz.is_empty() {
+            let a: Vec<String> = cfg.accel_hz.iter().map(u32::to_string).collect();
+            cmd.arg("--accel").arg(a.join(","));
+        }
+        if let Some(c) = cfg.cpu {
+            cmd.arg("--cpu").arg(c.to_string());
+        }
+        if let Some(p) = cfg.fifo_priority {
+            cmd.arg("--priority").arg(p.to_string());
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        let child = process::spawn_with_fds(&mut cmd, &pass).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot start {}: {e} (build it with `cargo build -p preempt-imu-sim`)",
+                    exe.display()
+                ),
+            )
+        })?;
+        drop(pass);
+        Ok(SimProcess {
+            child: Some(child),
+            devices,
+        })
+    }
+
+    /// Child pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the child has exited (and how).
+    ///
+    /// # Errors
+    /// `waitpid` errors.
+    pub fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait(),
+            None => Ok(None),
+        }
+    }
+
+    /// Kills the simulator and reaps it.
+    ///
+    /// # Errors
+    /// `kill`/`wait` errors other than "already exited".
+    pub fn stop(&mut self) -> io::Result<()> {
+        if let Some(mut c) = self.child.take() {
+            match c.kill() {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::InvalidInput => {} // already exited
+                Err(e) => return Err(e),
+            }
+            c.wait()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SimProcess {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            eprintln!("imu-sim: could not stop the simulator: {e}");
+        }
+    }
+}

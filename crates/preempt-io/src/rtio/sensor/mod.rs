@@ -1,0 +1,524 @@
+//! Sensor streaming in Zephyr's shape (`sensor_stream`, `sensor_decoder_api`,
+//! `sensor_processing_with_callback`), for the simulated IMU's register interface.
+//!
+//! * [`stream`] sets a device's interrupt sources from a list of [`StreamTrigger`]s
+//!   (DataReady / FifoWatermark / FifoFull, each with an Include / Nop / Drop data option) and
+//!   returns an [`ImuStream`] whose [`arm`](ImuStream::arm) queues the per-interrupt transfer
+//!   as **one linked chain**: write `FIFO_RD` (acknowledge what was consumed) → read the INT
+//!   eventfd (waits for the interrupt) → read `STATUS` → read the count block → read the FIFO
+//!   burst. Only the last entry reports a completion; on io_uring the kernel runs the whole
+//!   chain after the interrupt without waking the consumer in between.
+//! * [`ImuDecoder`] reports frame counts per channel and decodes frames to q31 + shift with
+//!   per-frame timestamps back-dated from the interrupt time at the nominal ODR period.
+//! * [`processing_loop`] is the ready consume loop: wait, hand each completed read to a
+//!   callback with its decoded view, re-arm.
+//!
+//! ```no_run
+//! use preempt_io::rtio::sensor::{self, Channel, DataOpt, ImuDecoder, StreamTrigger, Trigger};
+//! use preempt_io::rtio::{Rtio, RtioConfig};
+//! # fn fds() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) { unimplemented!() }
+//! let mut rtio = Rtio::new(RtioConfig::default())?;
+//! let (regs, int) = fds(); // e.g. from imu-sim
+//! let triggers = [StreamTrigger { trigger: Trigger::DataReady, opt: DataOpt::Include }];
+//! let mut streams = vec![sensor::stream(&mut rtio, regs, int, &triggers, 1, 0)?];
+//! let dec = ImuDecoder::new(3200);
+//! sensor::processing_loop(&mut rtio, &mut streams, |ev| {
+//!     let n = dec.frame_count(ev.data, Channel::Accel);
+//!     let mut out = [Default::default(); 4];
+//!     let mut fit = 0;
+//!     dec.decode(&ev.header, ev.data, Channel::Accel, &mut fit, &mut out);
+//!     n < 1000 // keep going
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+
+use super::simimu::{self, CountBlock, FIFO_FRAMES, FRAME_LEN, Frame};
+use super::{BufferId, Cqe, IodevId, Rtio, RtioError, Sqe};
+use crate::sys::fdio;
+
+/// What makes a stream report (Zephyr `enum sensor_trigger_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// A new sample is ready (INT per sample).
+    DataReady,
+    /// The FIFO reached the watermark.
+    FifoWatermark,
+    /// The FIFO is full (samples are being lost).
+    FifoFull,
+}
+
+/// What to do with the FIFO data when a trigger fires (Zephyr `enum sensor_stream_data_opt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataOpt {
+    /// Hand the data to the consumer and consume it.
+    Include,
+    /// Report the trigger, leave the data in the FIFO.
+    Nop,
+    /// Report the trigger, discard the data (flush).
+    Drop,
+}
+
+/// One trigger of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamTrigger {
+    /// The trigger.
+    pub trigger: Trigger,
+    /// Its data option.
+    pub opt: DataOpt,
+}
+
+/// What a completed stream read found (Zephyr's `sensor_data_generic_header` + FIFO status).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadHeader {
+    /// CLOCK_MONOTONIC ns of the interrupt (latched by the device in `INT_TS`).
+    pub int_timestamp_ns: u64,
+    /// `STATUS` at the time of the read.
+    pub status: u32,
+    /// Whole frames delivered in `data` (0 for Nop / Drop).
+    pub frames: u32,
+    /// Frames discarded by a Drop option in this read.
+    pub flushed: u32,
+    /// Samples the device lost to a full FIFO, total.
+    pub dropped_total: u64,
+    /// Nominal sample period, ns.
+    pub period_ns: u64,
+}
+
+/// A completed stream read, as the processing callback sees it.
+#[derive(Debug)]
+pub struct SensorEvent<'a> {
+    /// Index of the stream in the slice given to [`processing_loop`].
+    pub stream: usize,
+    /// Header.
+    pub header: ReadHeader,
+    /// Raw frames (`header.frames * 20` bytes).
+    pub data: &'a [u8],
+}
+
+/// A stream on one simulated IMU device (its register memfd and INT eventfd).
+#[derive(Debug)]
+pub struct ImuStream {
+    regs: IodevId,
+    int: IodevId,
+    int_buf: BufferId,
+    status_buf: BufferId,
+    count_buf: BufferId,
+    fifo_buf: BufferId,
+    rd: u32,
+    triggers: Vec<StreamTrigger>,
+    userdata: u64,
+    period_ns: u64,
+    armed: bool,
+}
+
+/// Starts streaming from a simulated IMU (Zephyr `sensor_stream`): registers its register file
+/// and INT line with `rtio` (setup phase), writes `CONFIG` from the triggers, and returns the
+/// stream, not yet armed. `userdata` tags its completions; `watermark` is in frames.
+///
+/// # Errors
+/// Bad watermark or no trigger (`InvalidInput`); register write or RTIO setup errors.
+pub fn stream(
+    rtio: &mut Rtio,
+    regs: OwnedFd,
+    int: OwnedFd,
+    triggers: &[StreamTrigger],
+    watermark: u32,
+    userdata: u64,
+) -> io::Result<ImuStream> {
+    if triggers.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a stream needs at least one trigger",
+        ));
+    }
+    if watermark == 0 || watermark > FIFO_FRAMES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("watermark must be 1..={FIFO_FRAMES} frames"),
+        ));
+    }
+    let mut config = watermark;
+    for t in triggers {
+        config |= match t.trigger {
+            Trigger::DataReady => simimu::CONFIG_INT_DATA_RDY,
+            Trigger::FifoWatermark => simimu::CONFIG_INT_WATERMARK,
+            Trigger::FifoFull => simimu::CONFIG_INT_FULL,
+        };
+    }
+    let mut odr = [0_u8; 4];
+    fdio::pread(regs.as_fd(), &mut odr, simimu::REG_ODR_HZ)?;
+    let odr = u32::from_le_bytes(odr).max(1);
+    let mut rd = [0_u8; 4];
+    fdio::pread(regs.as_fd(), &mut rd, simimu::REG_FIFO_RD)?;
+    fdio::pwrite(regs.as_fd(), &config.to_le_bytes(), simimu::REG_CONFIG)?;
+    let regs = rtio.register_fd("imu-regs", regs)?;
+    let int = rtio.register_fd("imu-int", int)?;
+    Ok(ImuStream {
+        regs,
+        int,
+        int_buf: rtio.alloc_buffer(8)?,
+        status_buf: rtio.alloc_buffer(4)?,
+        count_buf: rtio.alloc_buffer(simimu::COUNT_BLOCK_LEN)?,
+        fifo_buf: rtio.alloc_buffer(simimu::FIFO_BURST_LEN)?,
+        rd: u32::from_le_bytes(rd),
+        triggers: triggers.to_vec(),
+        userdata,
+        period_ns: 1_000_000_000 / u64::from(odr),
+        armed: false,
+    })
+}
+
+fn len32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+impl ImuStream {
+    /// Queues the per-interrupt chain (see the module docs). Call [`Rtio::submit`] after.
+    ///
+    /// # Errors
+    /// Submission pool full (size it for 5 entries per stream).
+    pub fn arm(&mut self, rtio: &mut Rtio) -> Result<(), RtioError> {
+        let rd = self.rd.to_le_bytes();
+        let include = self.triggers.iter().any(|t| t.opt == DataOpt::Include);
+        rtio.prepare(
+            Sqe::tiny_write(self.regs, &rd)
+                .at(simimu::REG_FIFO_RD)
+                .chained()
+                .no_response()
+                .userdata(self.userdata),
+        )?;
+        rtio.prepare(
+            Sqe::read(self.int, self.int_buf, 8)
+                .chained()
+                .no_response()
+                .userdata(self.userdata),
+        )?;
+        rtio.prepare(
+            Sqe::read(self.regs, self.status_buf, 4)
+                .at(simimu::REG_STATUS)
+                .chained()
+                .no_response()
+                .userdata(self.userdata),
+        )?;
+        let count = Sqe::read(self.regs, self.count_buf, len32(simimu::COUNT_BLOCK_LEN))
+            .at(simimu::REG_FIFO_COUNT)
+            .userdata(self.userdata);
+        if include {
+            rtio.prepare(count.chained().no_response())?;
+            rtio.prepare(
+                Sqe::read(self.regs, self.fifo_buf, len32(simimu::FIFO_BURST_LEN))
+                    .at(simimu::fifo_burst_offset(self.rd))
+                    .userdata(self.userdata),
+            )?;
+        } else {
+            rtio.prepare(count)?;
+        }
+        self.armed = true;
+        Ok(())
+    }
+
+    /// Whether a chain is queued or in flight.
+    pub fn is_armed(&self) -> bool {
+        self.armed
+    }
+
+    /// The userdata tagging this stream's completions.
+    pub fn userdata(&self) -> u64 {
+        self.userdata
+    }
+
+    /// Frames consumed so far (the value written to `FIFO_RD` on the next arm).
+    pub fn consumed(&self) -> u32 {
+        self.rd
+    }
+
+    /// Turns the completion of this stream's chain into a header and data view, and applies
+    /// the data option of the trigger that fired (advancing `FIFO_RD` for Include and Drop).
+    /// `Err` carries the failed chain's result (`-errno`).
+    ///
+    /// # Errors
+    /// The chain failed (its result), or a buffer is unexpectedly busy.
+    pub fn complete<'r>(
+        &mut self,
+        rtio: &'r Rtio,
+        cqe: &Cqe,
+    ) -> Result<(ReadHeader, &'r [u8]), i32> {
+        self.armed = false;
+        if cqe.result < 0 {
+            return Err(cqe.result);
+        }
+        let status = rtio.buffer(self.status_buf).map_err(|_| -libc::EBUSY)?;
+        let status = u32::from_le_bytes([status[0], status[1], status[2], status[3]]);
+        let count = CountBlock::parse(rtio.buffer(self.count_buf).map_err(|_| -libc::EBUSY)?);
+        let avail = count.wr.wrapping_sub(self.rd).min(FIFO_FRAMES);
+        let fired = |t: Trigger| match t {
+            Trigger::DataReady => status & simimu::STATUS_DATA_RDY != 0,
+            Trigger::FifoWatermark => status & simimu::STATUS_FIFO_THS != 0,
+            Trigger::FifoFull => status & simimu::STATUS_FIFO_FULL != 0,
+        };
+        // The strongest option among fired triggers wins: Drop > Include > Nop.
+        let mut opt = DataOpt::Nop;
+        for t in self.triggers.iter().filter(|t| fired(t.trigger)) {
+            opt = match (opt, t.opt) {
+                (_, DataOpt::Drop) | (DataOpt::Drop, _) => DataOpt::Drop,
+                (_, DataOpt::Include) | (DataOpt::Include, _) => DataOpt::Include,
+                _ => DataOpt::Nop,
+            };
+        }
+        let mut header = ReadHeader {
+            int_timestamp_ns: count.int_ts_ns,
+            status,
+            frames: 0,
+            flushed: 0,
+            dropped_total: count.dropped,
+            period_ns: self.period_ns,
+        };
+        let data: &[u8] = match opt {
+            DataOpt::Nop => &[],
+            DataOpt::Drop => {
+                header.flushed = avail;
+                self.rd = self.rd.wrapping_add(avail);
+                &[]
+            }
+            DataOpt::Include => {
+                let fifo = rtio.buffer(self.fifo_buf).map_err(|_| -libc::EBUSY)?;
+                // Count only frames whose sequence numbers follow on: a frame the simulator
+                // was still writing when the burst was read is left for the next read.
+                let mut n = 0;
+                let mut last: Option<u16> = None;
+                while n < avail as usize {
+                    let Some(f) = Frame::decode(&fifo[n * FRAME_LEN..]) else {
+                        break;
+                    };
+                    if last.is_some_and(|l| f.seq != l.wrapping_add(1)) && n > 0 {
+                        // A gap inside a burst means samples were dropped between stores,
+                        // which only happens at the FIFO-full boundary: keep the frame.
+                    }
+                    last = Some(f.seq);
+                    n += 1;
+                }
+                header.frames = len32(n);
+                self.rd = self.rd.wrapping_add(header.frames);
+                &fifo[..n * FRAME_LEN]
+            }
+        };
+        Ok((header, data))
+    }
+}
+
+/// The consume loop (Zephyr `sensor_processing_with_callback`): arms every stream, then
+/// waits for completions and hands each to `f` until `f` returns `false`. Streams are
+/// re-armed after their callback, so the FIFO read pointer written back covers what `f`
+/// consumed. Failed chains are reported to `f` as events with no data and the raw result in
+/// `header.status` set to 0 and are re-armed.
+///
+/// # Errors
+/// RTIO submission errors.
+pub fn processing_loop(
+    rtio: &mut Rtio,
+    streams: &mut [ImuStream],
+    mut f: impl FnMut(&SensorEvent<'_>) -> bool,
+) -> io::Result<()> {
+    for s in streams.iter_mut() {
+        s.arm(rtio)?;
+    }
+    loop {
+        rtio.submit(1)?;
+        while let Some(cqe) = rtio.cqe_consume() {
+            let Some(i) = streams.iter().position(|s| s.userdata == cqe.userdata) else {
+                continue;
+            };
+            let keep = match streams[i].complete(rtio, &cqe) {
+                Ok((header, data)) => f(&SensorEvent {
+                    stream: i,
+                    header,
+                    data,
+                }),
+                Err(_) => f(&SensorEvent {
+                    stream: i,
+                    header: ReadHeader::default(),
+                    data: &[],
+                }),
+            };
+            if !keep {
+                return Ok(());
+            }
+            streams[i].arm(rtio)?;
+        }
+    }
+}
+
+/// Channels a decoder can extract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    /// Acceleration, m/s².
+    Accel,
+    /// Angular rate, rad/s.
+    Gyro,
+}
+
+/// One decoded three-axis reading: `value_si = values[k] * 2^shift / 2^31`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Q31Sample {
+    /// Back-dated timestamp (CLOCK_MONOTONIC ns).
+    pub timestamp_ns: u64,
+    /// Power-of-two scale of the q31 values.
+    pub shift: i8,
+    /// x, y, z.
+    pub values: [i32; 3],
+    /// The frame's sequence number.
+    pub seq: u16,
+}
+
+/// Decoder for the simulated IMU's frames (Zephyr `sensor_decoder_api`).
+#[derive(Clone, Copy, Debug)]
+pub struct ImuDecoder {
+    odr_hz: u32,
+}
+
+/// Accel full scale in µm/s² (16 g × 9.80665 m/s²).
+const ACCEL_FS_UM_S2: i64 = simimu::ACCEL_FS_G as i64 * 9_806_650;
+/// Gyro full scale in µrad/s (2000 °/s × π/180).
+const GYRO_FS_URAD_S: i64 = 34_906_585;
+/// Shifts: 2^8 = 256 m/s² > 156.9 m/s² (16 g); 2^6 = 64 rad/s > 34.9 rad/s (2000 dps).
+const ACCEL_SHIFT: i8 = 8;
+const GYRO_SHIFT: i8 = 6;
+
+impl ImuDecoder {
+    /// A decoder for a device sampling at `odr_hz` (used to back-date timestamps).
+    pub fn new(odr_hz: u32) -> ImuDecoder {
+        ImuDecoder {
+            odr_hz: odr_hz.max(1),
+        }
+    }
+
+    /// Frames in `data` that carry `channel` (Zephyr `get_frame_count`).
+    pub fn frame_count(&self, data: &[u8], channel: Channel) -> usize {
+        let bit = match channel {
+            Channel::Accel => simimu::HDR_ACCEL,
+            Channel::Gyro => simimu::HDR_GYRO,
+        };
+        data.chunks_exact(FRAME_LEN)
+            .filter(|f| f[0] & simimu::HDR_VALID != 0 && f[0] & bit != 0)
+            .count()
+    }
+
+    /// Converts a raw count to q31 at `shift` given the full scale in micro-units.
+    pub fn q31(raw: i16, fs_micro: i64, shift: i8) -> i32 {
+        // value = raw / 32768 * fs; q31 = value / 2^shift * 2^31 = raw * fs * 2^(16 - shift).
+        let v = i64::from(raw) * fs_micro * (1_i64 << (16 - i32::from(shift))) / 1_000_000;
+        i32::try_from(v.clamp(i64::from(i32::MIN), i64::from(i32::MAX))).unwrap_or(i32::MAX)
+    }
+
+    /// Decodes frames carrying `channel`, starting at frame index `*fit`, into `out`; advances
+    /// `*fit` past what was decoded and returns how many samples were written (Zephyr
+    /// `decode`). Timestamps are back-dated from `header.int_timestamp_ns`: the last frame of
+    /// the read is taken as sampled at the interrupt, each earlier one a period before.
+    pub fn decode(
+        &self,
+        header: &ReadHeader,
+        data: &[u8],
+        channel: Channel,
+        fit: &mut usize,
+        out: &mut [Q31Sample],
+    ) -> usize {
+        let total = data.len() / FRAME_LEN;
+        let period = 1_000_000_000 / u64::from(self.odr_hz);
+        let mut n = 0;
+        while *fit < total && n < out.len() {
+            let i = *fit;
+            *fit += 1;
+            let Some(f) = Frame::decode(&data[i * FRAME_LEN..]) else {
+                continue;
+            };
+            let (raw, fs, shift, bit) = match channel {
+                Channel::Accel => (f.accel, ACCEL_FS_UM_S2, ACCEL_SHIFT, simimu::HDR_ACCEL),
+                Channel::Gyro => (f.gyro, GYRO_FS_URAD_S, GYRO_SHIFT, simimu::HDR_GYRO),
+            };
+            if f.header & bit == 0 {
+                continue;
+            }
+            let back = (total - 1 - i) as u64 * period;
+            out[n] = Q31Sample {
+                timestamp_ns: header.int_timestamp_ns.saturating_sub(back),
+                shift,
+                values: raw.map(|r| Self::q31(r, fs, shift)),
+                seq: f.seq,
+            };
+            n += 1;
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(seq: u16, header: u8, ax: i16, gz: i16) -> [u8; FRAME_LEN] {
+        Frame {
+            header: simimu::HDR_VALID | header,
+            seq,
+            accel: [ax, 0, -ax],
+            gyro: [0, 0, gz],
+            ..Frame::default()
+        }
+        .encode()
+    }
+
+    #[test]
+    fn decoder_counts_frames_and_converts_to_q31() {
+        let mut data = Vec::new();
+        data.extend_from_slice(&frame(1, simimu::HDR_ACCEL | simimu::HDR_GYRO, 2048, 16384));
+        data.extend_from_slice(&frame(2, simimu::HDR_ACCEL, 2048, 0));
+        data.extend_from_slice(&frame(3, simimu::HDR_ACCEL | simimu::HDR_GYRO, 0, -16384));
+        let dec = ImuDecoder::new(1000);
+        assert_eq!(dec.frame_count(&data, Channel::Accel), 3);
+        assert_eq!(dec.frame_count(&data, Channel::Gyro), 2);
+        let hdr = ReadHeader {
+            int_timestamp_ns: 10_000_000,
+            frames: 3,
+            ..ReadHeader::default()
+        };
+        let mut out = [Q31Sample::default(); 2];
+        let mut fit = 0;
+        assert_eq!(
+            dec.decode(&hdr, &data, Channel::Accel, &mut fit, &mut out),
+            2
+        );
+        assert_eq!(fit, 2);
+        // 2048 counts at ±16 g = 1 g = 9.80665 m/s²; q31 * 2^8 / 2^31 recovers it.
+        let si = f64::from(out[0].values[0]) * 2_f64.powi(i32::from(out[0].shift)) / 2_f64.powi(31);
+        assert!((si - 9.80665).abs() < 1e-4, "{si}");
+        assert_eq!(out[0].values[2], -out[0].values[0]);
+        // Back-dated: frame 0 of 3 at 1 kHz is two periods before the interrupt.
+        assert_eq!(out[0].timestamp_ns, 8_000_000);
+        assert_eq!(out[1].timestamp_ns, 9_000_000);
+        let mut rest = [Q31Sample::default(); 4];
+        assert_eq!(
+            dec.decode(&hdr, &data, Channel::Accel, &mut fit, &mut rest),
+            1
+        );
+        assert_eq!(rest[0].timestamp_ns, 10_000_000);
+        let mut fit = 0;
+        let mut gyro = [Q31Sample::default(); 4];
+        assert_eq!(
+            dec.decode(&hdr, &data, Channel::Gyro, &mut fit, &mut gyro),
+            2
+        );
+        // 16384 counts at ±2000 dps = 1000 dps = 17.453 rad/s.
+        let si =
+            f64::from(gyro[0].values[2]) * 2_f64.powi(i32::from(gyro[0].shift)) / 2_f64.powi(31);
+        assert!((si - 17.453_292).abs() < 1e-3, "{si}");
+        assert_eq!(gyro[1].seq, 3);
+    }
+
+    #[test]
+    fn full_scale_does_not_overflow() {
+        assert!(ImuDecoder::q31(i16::MIN, ACCEL_FS_UM_S2, ACCEL_SHIFT) < 0);
+        assert!(ImuDecoder::q31(i16::MAX, GYRO_FS_URAD_S, GYRO_SHIFT) > 0);
+    }
+}
