@@ -3,5 +3,6 @@
 //! All libc FFI of the project (but the futex calls of `preempt-sync`) lives in [`sys`],
 //! behind safe functions that return `std::io::Result`.
 
+pub mod fd;
 pub mod rtio;
 pub mod sys;
