@@ -1,0 +1,7 @@
+#[preempt::app]
+mod app {
+    #[task]
+    fn t(_: t::Context) {}
+}
+
+fn main() {}

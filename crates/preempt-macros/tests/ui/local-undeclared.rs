@@ -1,0 +1,12 @@
+#[preempt::app]
+mod app {
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        (Shared {}, Local {}, init::Monotonics())
+    }
+
+    #[task(local = [missing])]
+    fn t(_: t::Context) {}
+}
+
+fn main() {}

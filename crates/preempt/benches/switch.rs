@@ -1,0 +1,363 @@
+//! Task-switch and lock benchmarks of preempt next to raw Linux baselines, in one run:
+//!
+//! | measurement                         | preempt                                   | baseline                                          |
+//! |-------------------------------------|-------------------------------------------|---------------------------------------------------|
+//! | same-priority switch                | Listing 1, both tasks at priority 1       | (linux-rtic measured ≈ 90 ns on this machine)     |
+//! | cross-priority switch, unpinned     | Listing 1, priorities 1 and 2             | two SCHED_FIFO threads (1, 2), FUTEX_WAIT/WAKE ping-pong |
+//! | cross-priority switch, one CPU      | same, process pinned to CPU 0             | same, pinned to CPU 0                             |
+//! | uncontended lock + unlock           | `cx.shared.r.lock(..)`, PCP resource       | PI-futex CAS pair (lock word 0 → tid → 0)         |
+//!
+//! ```sh
+//! cargo bench -p preempt --bench switch                 # all of it
+//! cargo bench -p preempt --bench switch -- --quick      # fewer iterations
+//! ```
+//!
+//! Each measurement runs in a child process (an app owns process-wide state), which
+//! re-executes this binary with `--scenario <name>`. Needs real-time privileges (root or
+//! CAP_SYS_NICE + CAP_IPC_LOCK); without them the apps refuse to start and the benchmark
+//! says so. Timings vary with the host: run it on a quiet machine and report the command.
+
+use std::hint::black_box;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use preempt::Instant;
+use preempt_io::sys::sched;
+use preempt_sync::futex;
+
+static ITERATIONS: AtomicU64 = AtomicU64::new(0);
+static RESULT_NS: AtomicU64 = AtomicU64::new(0);
+
+fn iterations() -> u64 {
+    ITERATIONS.load(Ordering::Relaxed)
+}
+
+/// Listing 1 at one priority.
+#[preempt::app(main = false)]
+mod same {
+    #[local]
+    struct Local {
+        start: Instant,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        task1::spawn(0).unwrap();
+        (
+            Shared {},
+            Local {
+                start: Instant::now(),
+            },
+            init::Monotonics(),
+        )
+    }
+
+    #[task(priority = 1)]
+    fn task1(_cx: task1::Context, x: u64) {
+        task2::spawn(x + 1).unwrap();
+    }
+
+    #[task(priority = 1, local = [start])]
+    fn task2(cx: task2::Context, x: u64) {
+        if x < super::iterations() {
+            task1::spawn(x + 1).unwrap();
+        } else {
+            super::RESULT_NS.store(
+                cx.local.start.elapsed().as_nanos() as u64,
+                super::Ordering::SeqCst,
+            );
+            preempt::exit(0);
+        }
+    }
+}
+
+/// Listing 1 at two priorities.
+#[preempt::app(main = false)]
+mod cross {
+    #[local]
+    struct Local {
+        start: Instant,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        task1::spawn(0).unwrap();
+        (
+            Shared {},
+            Local {
+                start: Instant::now(),
+            },
+            init::Monotonics(),
+        )
+    }
+
+    #[task(priority = 1)]
+    fn task1(_cx: task1::Context, x: u64) {
+        task2::spawn(x + 1).unwrap();
+    }
+
+    #[task(priority = 2, local = [start])]
+    fn task2(cx: task2::Context, x: u64) {
+        if x < super::iterations() {
+            task1::spawn(x + 1).unwrap();
+        } else {
+            super::RESULT_NS.store(
+                cx.local.start.elapsed().as_nanos() as u64,
+                super::Ordering::SeqCst,
+            );
+            preempt::exit(0);
+        }
+    }
+}
+
+/// An uncontended PCP lock: `r` is shared by priorities 1 and 2, so it is a real PI-futex
+/// mutex; only the priority-1 task runs.
+#[preempt::app(main = false)]
+mod lock {
+    #[shared]
+    struct Shared {
+        r: u64,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        bench::spawn().unwrap();
+        (Shared { r: 0 }, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 1, shared = [r])]
+    fn bench(mut cx: bench::Context) {
+        let n = super::iterations();
+        let start = Instant::now();
+        for _ in 0..n {
+            cx.shared.r.lock(|r| *r = super::black_box(*r + 1));
+        }
+        super::RESULT_NS.store(start.elapsed().as_nanos() as u64, super::Ordering::SeqCst);
+        preempt::exit(0);
+    }
+
+    #[task(priority = 2, shared = [r])]
+    fn other(mut cx: other::Context) {
+        cx.shared.r.lock(|r| *r += 1);
+    }
+}
+
+/// Raw baseline: two SCHED_FIFO threads hand a turn back and forth with FUTEX_WAIT/WAKE
+/// (one wake-up and one switch per hand-off, as `futex-queue` does per spawn).
+fn raw_futex_ping_pong(n: u64) -> std::io::Result<u64> {
+    static TURN: AtomicU32 = AtomicU32::new(0);
+    TURN.store(0, Ordering::SeqCst);
+    let b = std::thread::Builder::new()
+        .name("raw-p2".into())
+        .spawn(move || {
+            sched::set_current_thread_policy(&sched::Policy::Fifo { priority: 2 })?;
+            for _ in 0..n {
+                while TURN.load(Ordering::Acquire) == 0 {
+                    futex::wait(&TURN, 0, None)?;
+                }
+                TURN.store(0, Ordering::Release);
+                futex::wake(&TURN, 1)?;
+            }
+            Ok::<(), std::io::Error>(())
+        })?;
+    sched::set_current_thread_policy(&sched::Policy::Fifo { priority: 1 })?;
+    let start = Instant::now();
+    for _ in 0..n {
+        TURN.store(1, Ordering::Release);
+        futex::wake(&TURN, 1)?;
+        while TURN.load(Ordering::Acquire) == 1 {
+            futex::wait(&TURN, 1, None)?;
+        }
+    }
+    let elapsed = start.elapsed().as_nanos() as u64;
+    b.join().expect("raw ping-pong thread panicked")?;
+    sched::set_current_thread_policy(&sched::Policy::Other { nice: 0 })?;
+    // 2 hand-offs (switches) per round.
+    Ok(elapsed / 2)
+}
+
+/// Raw baseline: lock and unlock a PI-futex word by compare-and-swap, as an uncontended
+/// PI mutex does (`FUTEX_LOCK_PI`/`FUTEX_UNLOCK_PI` only on contention, never here).
+fn raw_pi_cas_pair(n: u64) -> std::io::Result<u64> {
+    let word = AtomicU32::new(0);
+    let tid = futex::current_tid();
+    let start = Instant::now();
+    for _ in 0..n {
+        if word
+            .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            futex::lock_pi(&word, None)?;
+        }
+        black_box(&word);
+        if word
+            .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            futex::unlock_pi(&word)?;
+        }
+    }
+    Ok(start.elapsed().as_nanos() as u64)
+}
+
+/// Child side: runs one scenario and prints `result_ns=<total>`.
+fn scenario(name: &str, n: u64) -> i32 {
+    ITERATIONS.store(n, Ordering::Relaxed);
+    let code = match name {
+        "same" => same::run(),
+        "cross" => cross::run(),
+        "lock" => lock::run(),
+        "raw-futex" => match raw_futex_ping_pong(n) {
+            Ok(ns) => {
+                RESULT_NS.store(ns, Ordering::SeqCst);
+                0
+            }
+            Err(e) => {
+                eprintln!("raw futex ping-pong: {e}");
+                1
+            }
+        },
+        "raw-pi-cas" => match raw_pi_cas_pair(n) {
+            Ok(ns) => {
+                RESULT_NS.store(ns, Ordering::SeqCst);
+                0
+            }
+            Err(e) => {
+                eprintln!("raw PI CAS pair: {e}");
+                1
+            }
+        },
+        other => {
+            eprintln!("unknown scenario {other}");
+            2
+        }
+    };
+    if code == 0 {
+        println!("result_ns={}", RESULT_NS.load(Ordering::SeqCst));
+    }
+    code
+}
+
+/// Parent side: runs a scenario in a child (optionally pinned to CPU 0); ns per operation.
+fn measure(name: &str, n: u64, pinned: bool) -> Option<f64> {
+    let exe = std::env::current_exe().ok()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["--scenario", name, "--iterations", &n.to_string()]);
+    if pinned {
+        cmd.arg("--pin");
+    }
+    let out = match cmd.output() {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("{name}: cannot start: {e}");
+            return None;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let total: Option<u64> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("result_ns="))
+        .and_then(|v| v.trim().parse().ok());
+    match (out.status.success(), total) {
+        (true, Some(total)) => Some(total as f64 / n as f64),
+        _ => {
+            eprintln!(
+                "{name}{}: failed ({})\n{}",
+                if pinned { " (pinned)" } else { "" },
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            None
+        }
+    }
+}
+
+fn fmt_ns(ns: Option<f64>) -> String {
+    match ns {
+        Some(ns) if ns >= 1000.0 => format!("{:>9.2} µs", ns / 1000.0),
+        Some(ns) => format!("{ns:>9.1} ns"),
+        None => format!("{:>12}", "n/a"),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+        _ => "n/a".into(),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |flag: &str| -> Option<String> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    if let Some(name) = value("--scenario") {
+        let n: u64 = value("--iterations")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1);
+        if args.iter().any(|a| a == "--pin")
+            && let Err(e) = sched::set_current_thread_affinity(&[0])
+        {
+            eprintln!("cannot pin to CPU 0: {e}");
+            std::process::exit(1);
+        }
+        std::process::exit(scenario(&name, n));
+    }
+
+    let quick = args.iter().any(|a| a == "--quick");
+    let (n_same, n_cross, n_lock) = if quick {
+        (1_000_000, 20_000, 1_000_000)
+    } else {
+        (10_000_000, 200_000, 10_000_000)
+    };
+    let uname = preempt_io::sys::kernel::uname()
+        .map(|u| format!("{} {} {}", u.sysname, u.release, u.machine))
+        .unwrap_or_default();
+    let cpus = preempt_io::sys::cpu::online_cpus()
+        .map(|c| c.len())
+        .unwrap_or(0);
+    println!("preempt switch/lock benchmark");
+    println!(
+        "  machine: {uname}, {cpus} online CPUs, PREEMPT_RT: {}",
+        preempt_io::sys::kernel::is_preempt_rt()
+    );
+    println!(
+        "  command: cargo bench -p preempt --bench switch{}",
+        if quick { " -- --quick" } else { "" }
+    );
+    println!();
+
+    let same = measure("same", n_same, false);
+    println!(
+        "same-priority switch (Listing 1, {n_same} spawns)     preempt {}   linux-rtic ref ≈ 90 ns",
+        fmt_ns(same)
+    );
+
+    for pinned in [false, true] {
+        let ours = measure("cross", n_cross, pinned);
+        let raw = measure("raw-futex", n_cross, pinned);
+        println!(
+            "cross-priority switch {:<14} ({n_cross})   preempt {}   raw futex ping-pong {}   ratio {}",
+            if pinned {
+                "(pinned CPU 0)"
+            } else {
+                "(unpinned)"
+            },
+            fmt_ns(ours),
+            fmt_ns(raw),
+            ratio(ours, raw)
+        );
+    }
+
+    let ours = measure("lock", n_lock, false);
+    let raw = measure("raw-pi-cas", n_lock, false);
+    println!(
+        "uncontended lock+unlock ({n_lock})            preempt {}   raw PI-futex CAS pair {}   ratio {}",
+        fmt_ns(ours),
+        fmt_ns(raw),
+        ratio(ours, raw)
+    );
+}
