@@ -411,9 +411,54 @@ impl Core {
 /// first [`submit`](Rtio::submit) and bound to the calling thread). Other threads interact
 /// through a [`Signaller`] and [`notify_fd`](Rtio::notify_fd).
 pub struct Rtio {
-    core: Core,
+    // Declared before `core`: the ring must close before the buffers it writes are freed
+    // (and `Drop` first waits for in-flight kernel ops, see below).
     engine: Engine,
+    core: Core,
     setup_open: bool,
+}
+
+impl Drop for Rtio {
+    /// Cancels every op still inside the kernel and waits for their completions before the
+    /// pools are freed: an io_uring read in flight (or run by an io-wq worker) would otherwise
+    /// write into freed memory after the ring descriptor is closed, because ring teardown is
+    /// asynchronous.
+    fn drop(&mut self) {
+        if self.setup_open {
+            return;
+        }
+        let in_kernel = |core: &Core| {
+            core.slots
+                .iter()
+                .filter(|s| s.state == State::InKernel)
+                .count()
+        };
+        for i in 0..self.core.slots.len() {
+            if self.core.slots[i].state == State::InKernel {
+                let idx = u16::try_from(i).unwrap_or(NONE);
+                self.core.slots[i].canceled = true;
+                self.engine.cancel(&mut self.core, idx);
+            }
+        }
+        // Bounded: each round reaps at least one completion; a cancel always completes.
+        for _ in 0..(4 * self.core.slots.len() + 16) {
+            if in_kernel(&self.core) == 0 {
+                return;
+            }
+            // Completions posted now may overflow the pool; nobody will read them anyway.
+            self.core.cq.clear();
+            if let Err(e) = self.engine.poll(&mut self.core, true) {
+                eprintln!("preempt-io rtio: waiting for cancelled ops on drop failed: {e}");
+                break;
+            }
+        }
+        if in_kernel(&self.core) > 0 {
+            // Leak the pools rather than free memory the kernel may still write.
+            eprintln!("preempt-io rtio: ops still in the kernel on drop; leaking their buffers");
+            std::mem::forget(std::mem::take(&mut self.core.buffers));
+            std::mem::forget(std::mem::replace(&mut self.core.mempool, Mempool::new(0, 0)));
+        }
+    }
 }
 
 impl std::fmt::Debug for Rtio {

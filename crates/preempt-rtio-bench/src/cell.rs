@@ -1,0 +1,546 @@
+//! One benchmark cell: spawn the simulator, run a consumer design, measure.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use preempt_imu_sim::sim::SimConfig;
+use preempt_imu_sim::spawn::SimProcess;
+use preempt_io::rtio::sensor::{
+    self, Channel, DataOpt, ImuDecoder, Q31Sample, StreamTrigger, Trigger,
+};
+use preempt_io::rtio::simimu::{self, CountBlock, FIFO_FRAMES, FRAME_LEN, Frame};
+use preempt_io::rtio::{BackendChoice, Rtio, RtioConfig};
+use preempt_io::sys::clock::{self, ClockId};
+use preempt_io::sys::fdio;
+use preempt_io::sys::sched::{self, Policy};
+use serde::Serialize;
+
+/// Consumer design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Design {
+    /// One blocking thread per device.
+    ThreadBased,
+    /// One RTIO context, one thread.
+    RtioBased,
+}
+
+impl Design {
+    /// Table label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Design::ThreadBased => "thread",
+            Design::RtioBased => "rtio",
+        }
+    }
+}
+
+/// What one cell runs.
+#[derive(Clone, Debug)]
+pub struct CellSpec {
+    /// IMU ODR.
+    pub odr_hz: u32,
+    /// Extra accelerometer rates.
+    pub extra_hz: Vec<u32>,
+    /// Design.
+    pub design: Design,
+    /// Measurement window, ns.
+    pub duration_ns: u64,
+    /// Per-sample compute, µs.
+    pub work_us: u32,
+    /// CPU of the consumer.
+    pub consumer_cpu: usize,
+    /// CPU of the simulator.
+    pub sim_cpu: usize,
+    /// Consumer SCHED_FIFO priority (the simulator gets one more).
+    pub priority: u8,
+    /// RTIO backend.
+    pub backend: BackendChoice,
+}
+
+/// Results of one cell (units in field names).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CellResult {
+    /// IMU ODR.
+    pub odr_hz: u32,
+    /// Extra streams, e.g. "2@400Hz" or "none".
+    pub extra_streams: String,
+    /// "thread" or "rtio".
+    pub design: String,
+    /// RTIO backend and reason (RTIO design only).
+    pub rtio_backend: Option<String>,
+    /// Per-sample compute.
+    pub work_us: u32,
+    /// Measurement window.
+    pub duration_ns: u64,
+    /// Frames processed, all devices.
+    pub samples_processed: u64,
+    /// IMU frames processed.
+    pub imu_samples_processed: u64,
+    /// Busy share of the consumer CPU (/proc/stat, includes irq/softirq).
+    pub consumer_cpu_load_pct: f64,
+    /// Process CPU time / wall time (all consumer threads, incl. io_uring workers).
+    pub process_cpu_pct: f64,
+    /// Latency sample stored (INT) → processed, IMU frames.
+    pub latency_p50_ns: u64,
+    /// 99th percentile.
+    pub latency_p99_ns: u64,
+    /// Maximum.
+    pub latency_max_ns: u64,
+    /// Peak-to-peak of the IMU processing period.
+    pub jitter_pp_ns: u64,
+    /// Standard deviation of the IMU processing period around 1/ODR.
+    pub jitter_sigma_ns: f64,
+    /// Samples never processed (sequence gaps, all devices).
+    pub missed_events: u64,
+    /// Of which: dropped by a full FIFO (simulator counter).
+    pub fifo_full_drops: u64,
+    /// Simulator timer ticks served late (threat to validity).
+    pub sim_overruns: u64,
+    /// Process context switches per processed sample.
+    pub context_switches_per_sample: f64,
+    /// Whether the consumer got SCHED_FIFO.
+    pub consumer_sched_fifo: bool,
+}
+
+impl CellResult {
+    /// Whether any event was missed.
+    pub fn missed(&self) -> bool {
+        self.missed_events > 0 || self.fifo_full_drops > 0
+    }
+}
+
+/// Label for extra streams.
+pub fn extra_label(extra: &[u32]) -> String {
+    match extra {
+        [] => "none".into(),
+        [a, rest @ ..] if rest.iter().all(|r| r == a) => format!("{}@{}Hz", extra.len(), a),
+        _ => extra
+            .iter()
+            .map(|h| format!("1@{h}Hz"))
+            .collect::<Vec<_>>()
+            .join("+"),
+    }
+}
+
+/// Per-device bookkeeping of a consumer; preallocated, so recording never allocates.
+#[derive(Debug)]
+pub struct DevState {
+    device: usize,
+    expected: Option<u16>,
+    /// Samples missing from the sequence.
+    pub gaps: u64,
+    /// Frames processed.
+    pub processed: u64,
+    /// Latencies (IMU only), ns.
+    pub latencies: Vec<u64>,
+    /// Processing periods (IMU only), ns.
+    pub periods: Vec<u64>,
+    last_done: u64,
+    work_ns: u64,
+    decoder: ImuDecoder,
+    out: [Q31Sample; 8],
+    /// Sum of decoded values (kept so the decode is not optimised away).
+    pub checksum: i64,
+}
+
+impl DevState {
+    /// State for `device` at `odr_hz`, with room for `capacity` recorded samples.
+    pub fn new(device: usize, odr_hz: u32, work_us: u32, capacity: usize) -> DevState {
+        let cap = if device == 0 { capacity } else { 0 };
+        DevState {
+            device,
+            expected: None,
+            gaps: 0,
+            processed: 0,
+            latencies: Vec::with_capacity(cap),
+            periods: Vec::with_capacity(cap),
+            last_done: 0,
+            work_ns: u64::from(work_us) * 1000,
+            decoder: ImuDecoder::new(odr_hz),
+            out: [Q31Sample::default(); 8],
+            checksum: 0,
+        }
+    }
+
+    /// Processes the whole frames of one FIFO read: sequence check, decode to q31, the
+    /// configured compute, latency and period recording.
+    pub fn process(&mut self, header: &sensor::ReadHeader, data: &[u8]) {
+        let mut fit = 0;
+        let total = data.len() / FRAME_LEN;
+        while fit < total {
+            let start = fit;
+            let n = self
+                .decoder
+                .decode(header, data, Channel::Accel, &mut fit, &mut self.out);
+            for k in 0..n {
+                self.checksum = self.checksum.wrapping_add(i64::from(self.out[k].values[2]));
+            }
+            for i in start..fit {
+                let Some(f) = Frame::decode(&data[i * FRAME_LEN..]) else {
+                    continue;
+                };
+                self.one(&f);
+            }
+        }
+    }
+
+    fn one(&mut self, f: &Frame) {
+        if let Some(e) = self.expected {
+            self.gaps += u64::from(f.seq.wrapping_sub(e));
+        }
+        self.expected = Some(f.seq.wrapping_add(1));
+        if self.work_ns > 0 {
+            let until = clock::now_ns(ClockId::Monotonic) + self.work_ns;
+            while clock::now_ns(ClockId::Monotonic) < until {
+                std::hint::spin_loop();
+            }
+        }
+        let now = clock::now_ns(ClockId::Monotonic);
+        self.processed += 1;
+        if self.device == 0 {
+            let lat = now.saturating_sub(simimu::extend_timestamp(f.ts_low, now));
+            if self.latencies.len() < self.latencies.capacity() {
+                self.latencies.push(lat);
+            }
+            if self.last_done != 0 && self.periods.len() < self.periods.capacity() {
+                self.periods.push(now - self.last_done);
+            }
+            self.last_done = now;
+        }
+    }
+}
+
+fn cpu_times(cpu: usize) -> io::Result<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    let name = format!("cpu{cpu} ");
+    let line = stat.lines().find(|l| l.starts_with(&name)).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("cpu{cpu} not in /proc/stat (--consumer-cpu)"),
+        )
+    })?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    Ok((total, idle))
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn setup_consumer_thread(cpu: usize, priority: u8) -> bool {
+    // Pinning failure shows in the /proc/stat load; SCHED_FIFO failure is reported per cell.
+    if let Err(e) = sched::set_current_thread_affinity(&[cpu]) {
+        eprintln!("rtio-bench: cannot pin consumer to CPU {cpu}: {e}");
+    }
+    sched::set_current_thread_policy(&Policy::Fifo { priority }).is_ok()
+}
+
+fn thread_consumer(
+    regs: preempt_io::sys::memfd::MemFd,
+    int: preempt_io::sys::eventfd::EventFd,
+    mut st: DevState,
+    stop: Arc<AtomicBool>,
+    cpu: usize,
+    priority: u8,
+) -> io::Result<(DevState, bool)> {
+    let fifo_ok = setup_consumer_thread(cpu, priority);
+    let mut status = [0_u8; 4];
+    let mut count = [0_u8; simimu::COUNT_BLOCK_LEN];
+    let mut fifo = vec![0_u8; simimu::FIFO_BURST_LEN];
+    let mut rdb = [0_u8; 4];
+    fdio::pread(regs.as_fd(), &mut rdb, simimu::REG_FIFO_RD)?;
+    let mut rd = u32::from_le_bytes(rdb);
+    loop {
+        int.read()?;
+        if stop.load(Ordering::Acquire) {
+            return Ok((st, fifo_ok));
+        }
+        fdio::pread(regs.as_fd(), &mut status, simimu::REG_STATUS)?;
+        fdio::pread(regs.as_fd(), &mut count, simimu::REG_FIFO_COUNT)?;
+        fdio::pread(regs.as_fd(), &mut fifo, simimu::fifo_burst_offset(rd))?;
+        let cb = CountBlock::parse(&count);
+        let n = cb.wr.wrapping_sub(rd).min(FIFO_FRAMES) as usize;
+        let mut valid = 0;
+        while valid < n && Frame::decode(&fifo[valid * FRAME_LEN..]).is_some() {
+            valid += 1;
+        }
+        let header = sensor::ReadHeader {
+            int_timestamp_ns: cb.int_ts_ns,
+            status: u32::from_le_bytes(status),
+            frames: u32::try_from(valid).unwrap_or(0),
+            flushed: 0,
+            dropped_total: cb.dropped,
+            period_ns: 0,
+        };
+        st.process(&header, &fifo[..valid * FRAME_LEN]);
+        rd = rd.wrapping_add(u32::try_from(valid).unwrap_or(0));
+        fdio::pwrite(regs.as_fd(), &rd.to_le_bytes(), simimu::REG_FIFO_RD)?;
+    }
+}
+
+fn rtio_consumer(
+    fds: Vec<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
+    mut states: Vec<DevState>,
+    stop: Arc<AtomicBool>,
+    spec: CellSpec,
+) -> io::Result<(Vec<DevState>, bool, String)> {
+    let fifo_ok = setup_consumer_thread(spec.consumer_cpu, spec.priority);
+    let cfg = RtioConfig {
+        sq_size: 8 * fds.len() + 8,
+        cq_size: 4 * fds.len() + 4,
+        mempool_blocks: 0,
+        mempool_block_size: 0,
+        backend: spec.backend,
+    };
+    let mut rtio = Rtio::new(cfg)?;
+    let backend = format!("{:?} ({})", rtio.backend().kind, rtio.backend().reason);
+    let triggers = [StreamTrigger {
+        trigger: Trigger::DataReady,
+        opt: DataOpt::Include,
+    }];
+    let mut streams = Vec::new();
+    for (i, (regs, int)) in fds.into_iter().enumerate() {
+        streams.push(sensor::stream(
+            &mut rtio, regs, int, &triggers, 1, i as u64,
+        )?);
+    }
+    let mut failures = 0_u64;
+    sensor::processing_loop(&mut rtio, &mut streams, |ev| {
+        if stop.load(Ordering::Acquire) {
+            return false;
+        }
+        if ev.header.period_ns == 0 {
+            failures += 1;
+        }
+        states[ev.stream].process(&ev.header, ev.data);
+        true
+    })?;
+    if failures > 0 {
+        eprintln!("rtio-bench: {failures} RTIO chains failed");
+    }
+    Ok((states, fifo_ok, backend))
+}
+
+/// Runs one cell.
+///
+/// # Errors
+/// Simulator spawn, descriptor, or consumer errors.
+pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
+    let sim_cfg = SimConfig {
+        odr_hz: spec.odr_hz,
+        accel_hz: spec.extra_hz.clone(),
+        cpu: Some(spec.sim_cpu),
+        fifo_priority: Some(spec.priority.saturating_add(1).min(99)),
+        duration_ns: None,
+    };
+    let mut sim = SimProcess::spawn(sim_exe, &sim_cfg)?;
+    // Flush what accumulated before the consumer starts, and enable per-sample interrupts
+    // (the RTIO stream writes CONFIG itself; the thread design does it here).
+    for d in &sim.devices {
+        d.map.store_u32(
+            usize::try_from(simimu::REG_FIFO_RD).unwrap_or(0),
+            d.map
+                .load_u32(usize::try_from(simimu::REG_FIFO_WR).unwrap_or(0)),
+        );
+        fdio::pwrite(
+            d.regs.as_fd(),
+            &(simimu::CONFIG_INT_DATA_RDY | 1).to_le_bytes(),
+            simimu::REG_CONFIG,
+        )?;
+    }
+    let cap = usize::try_from(u64::from(spec.odr_hz) * (spec.duration_ns / 1_000_000_000 + 2))
+        .unwrap_or(1 << 20);
+    let stop = Arc::new(AtomicBool::new(false));
+    let drops0: Vec<u64> = sim
+        .devices
+        .iter()
+        .map(|d| d.map.load_u64(simimu::REG_DROPPED as usize))
+        .collect();
+    let over0 = sim.devices[0].map.load_u64(simimu::REG_OVERRUNS as usize);
+    let (tot0, idle0) = cpu_times(spec.consumer_cpu)?;
+    let pcpu0 = fdio::process_cpu_ns()?;
+    let cs0 = fdio::process_context_switches()?;
+    let t0 = clock::monotonic_now_ns();
+
+    enum Running {
+        Threads(Vec<std::thread::JoinHandle<io::Result<(DevState, bool)>>>),
+        Rtio(std::thread::JoinHandle<io::Result<(Vec<DevState>, bool, String)>>),
+    }
+    let running = match spec.design {
+        Design::ThreadBased => {
+            let mut hs = Vec::new();
+            for (i, d) in sim.devices.iter().enumerate() {
+                let regs = preempt_io::sys::memfd::MemFd::from_owned(
+                    d.regs.as_fd().try_clone_to_owned()?,
+                )?;
+                let int = d.int.try_clone()?;
+                let st = DevState::new(
+                    i,
+                    if i == 0 {
+                        spec.odr_hz
+                    } else {
+                        spec.extra_hz[i - 1]
+                    },
+                    spec.work_us,
+                    cap,
+                );
+                let stop = Arc::clone(&stop);
+                let (cpu, prio) = (spec.consumer_cpu, spec.priority);
+                hs.push(
+                    std::thread::Builder::new()
+                        .name(format!("imu-reader-{i}"))
+                        .spawn(move || thread_consumer(regs, int, st, stop, cpu, prio))?,
+                );
+            }
+            Running::Threads(hs)
+        }
+        Design::RtioBased => {
+            let fds = sim
+                .devices
+                .iter()
+                .map(|d| d.dup_fds())
+                .collect::<io::Result<Vec<_>>>()?;
+            let states = (0..sim.devices.len())
+                .map(|i| {
+                    DevState::new(
+                        i,
+                        if i == 0 {
+                            spec.odr_hz
+                        } else {
+                            spec.extra_hz[i - 1]
+                        },
+                        spec.work_us,
+                        cap,
+                    )
+                })
+                .collect();
+            let stop2 = Arc::clone(&stop);
+            let s = spec.clone();
+            Running::Rtio(
+                std::thread::Builder::new()
+                    .name("imu-rtio".into())
+                    .spawn(move || rtio_consumer(fds, states, stop2, s))?,
+            )
+        }
+    };
+    clock::sleep_until_ns(ClockId::Monotonic, t0 + spec.duration_ns)?;
+    let t1 = clock::monotonic_now_ns();
+    let (tot1, idle1) = cpu_times(spec.consumer_cpu)?;
+    let pcpu1 = fdio::process_cpu_ns()?;
+    let cs1 = fdio::process_context_switches()?;
+    let drops1: Vec<u64> = sim
+        .devices
+        .iter()
+        .map(|d| d.map.load_u64(simimu::REG_DROPPED as usize))
+        .collect();
+    let over1 = sim.devices[0].map.load_u64(simimu::REG_OVERRUNS as usize);
+    stop.store(true, Ordering::Release);
+    // Wake the consumers blocked on their INT lines.
+    for d in &sim.devices {
+        d.int.write(1)?;
+    }
+    let (states, fifo_ok, backend) = match running {
+        Running::Threads(hs) => {
+            let mut states = Vec::new();
+            let mut ok = true;
+            for h in hs {
+                let (st, f) = h
+                    .join()
+                    .map_err(|_| io::Error::other("reader thread panicked"))??;
+                ok &= f;
+                states.push(st);
+            }
+            (states, ok, None)
+        }
+        Running::Rtio(h) => {
+            let (states, ok, b) = h
+                .join()
+                .map_err(|_| io::Error::other("RTIO thread panicked"))??;
+            (states, ok, Some(b))
+        }
+    };
+    sim.stop()?;
+
+    let wall = (t1 - t0).max(1);
+    let samples: u64 = states.iter().map(|s| s.processed).sum();
+    let mut lat = states[0].latencies.clone();
+    lat.sort_unstable();
+    let periods = &states[0].periods;
+    let nominal = 1e9 / f64::from(spec.odr_hz);
+    let (pp, sigma) = if periods.len() > 1 {
+        let mn = periods.iter().min().copied().unwrap_or(0);
+        let mx = periods.iter().max().copied().unwrap_or(0);
+        let var = periods
+            .iter()
+            .map(|p| (*p as f64 - nominal).powi(2))
+            .sum::<f64>()
+            / periods.len() as f64;
+        (mx - mn, var.sqrt())
+    } else {
+        (0, 0.0)
+    };
+    let busy = (tot1 - tot0).saturating_sub(idle1 - idle0);
+    Ok(CellResult {
+        odr_hz: spec.odr_hz,
+        extra_streams: extra_label(&spec.extra_hz),
+        design: spec.design.label().into(),
+        rtio_backend: backend,
+        work_us: spec.work_us,
+        duration_ns: wall,
+        samples_processed: samples,
+        imu_samples_processed: states[0].processed,
+        consumer_cpu_load_pct: 100.0 * busy as f64 / (tot1 - tot0).max(1) as f64,
+        process_cpu_pct: 100.0 * (pcpu1 - pcpu0) as f64 / wall as f64,
+        latency_p50_ns: percentile(&lat, 0.50),
+        latency_p99_ns: percentile(&lat, 0.99),
+        latency_max_ns: lat.last().copied().unwrap_or(0),
+        jitter_pp_ns: pp,
+        jitter_sigma_ns: sigma,
+        missed_events: states.iter().map(|s| s.gaps).sum(),
+        fifo_full_drops: drops1.iter().zip(&drops0).map(|(a, b)| a - b).sum(),
+        sim_overruns: over1 - over0,
+        context_switches_per_sample: (cs1 - cs0) as f64 / samples.max(1) as f64,
+        consumer_sched_fifo: fifo_ok,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_counted_from_sequence_numbers() {
+        let mut st = DevState::new(0, 3200, 0, 16);
+        let mut data = Vec::new();
+        for seq in [1_u16, 2, 5, 6] {
+            data.extend_from_slice(
+                &Frame {
+                    header: simimu::HDR_VALID | simimu::HDR_ACCEL,
+                    seq,
+                    ..Frame::default()
+                }
+                .encode(),
+            );
+        }
+        st.process(&sensor::ReadHeader::default(), &data);
+        assert_eq!((st.processed, st.gaps), (4, 2));
+        assert_eq!(st.periods.len(), 3);
+        assert_eq!(extra_label(&[400, 400]), "2@400Hz");
+        assert_eq!(extra_label(&[]), "none");
+        assert_eq!(percentile(&[1, 2, 3, 4, 5], 0.5), 3);
+    }
+}

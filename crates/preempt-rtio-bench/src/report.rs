@@ -1,0 +1,114 @@
+//! The printed table and the JSON document (`schema_version` 1, units in field names).
+
+use serde::Serialize;
+
+use crate::cell::CellResult;
+
+/// Schema version of the JSON output.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One sweep's outcome for one design.
+#[derive(Clone, Debug, Serialize)]
+pub struct BreakPoint {
+    /// "thread" or "rtio".
+    pub design: String,
+    /// IMU ODR of the sweep.
+    pub odr_hz: u32,
+    /// Extra streams of the sweep.
+    pub extra_streams: String,
+    /// Largest --work-us with zero missed events.
+    pub max_sustained_work_us: Option<u32>,
+    /// Smallest --work-us that missed events.
+    pub first_missing_work_us: Option<u32>,
+    /// Every trial (work_us, missed events).
+    pub trials: Vec<(u32, u64)>,
+}
+
+/// Machine and run description.
+#[derive(Clone, Debug, Serialize)]
+pub struct SysInfo {
+    /// uname -a style.
+    pub uname: String,
+    /// `/sys/kernel/realtime` (None: absent).
+    pub kernel_realtime: Option<String>,
+    /// `kernel.io_uring_disabled`.
+    pub io_uring_disabled: Option<u8>,
+    /// Command line.
+    pub argv: Vec<String>,
+    /// Online CPUs.
+    pub cpus: usize,
+}
+
+/// The whole JSON document.
+#[derive(Clone, Debug, Serialize)]
+pub struct Document {
+    /// Schema version.
+    pub schema_version: u32,
+    /// "rtio-bench".
+    pub tool: &'static str,
+    /// Machine.
+    pub sysinfo: SysInfo,
+    /// Table cells.
+    pub cells: Vec<CellResult>,
+    /// Sweep break points.
+    pub sweep: Vec<BreakPoint>,
+    /// Caveats.
+    pub notes: Vec<String>,
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+/// Formats the table: one row per (ODR, extra streams), thread and RTIO side by side, as in
+/// the talk; a design that missed events shows "missing" in its latency/jitter columns.
+pub fn table(cells: &[CellResult]) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "ODR   extra      | CPU% thread  rtio | proc% thread  rtio | lat p50/p99/max us: thread        rtio            | jitter pp/sigma us: thread    rtio        | missed thread rtio | cs/sample thread rtio\n",
+    );
+    let mut keys: Vec<(u32, String)> = Vec::new();
+    for c in cells {
+        let k = (c.odr_hz, c.extra_streams.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (odr, extra) in keys {
+        let find = |d: &str| {
+            cells
+                .iter()
+                .find(|c| c.odr_hz == odr && c.extra_streams == extra && c.design == d)
+        };
+        let (t, r) = (find("thread"), find("rtio"));
+        let f = |c: Option<&CellResult>, g: &dyn Fn(&CellResult) -> String| c.map_or("-".into(), g);
+        let lat = |c: &CellResult| {
+            let s = format!(
+                "{}/{}/{}",
+                us(c.latency_p50_ns),
+                us(c.latency_p99_ns),
+                us(c.latency_max_ns)
+            );
+            if c.missed() { format!("{s}*") } else { s }
+        };
+        let jit =
+            |c: &CellResult| format!("{}/{}", us(c.jitter_pp_ns), us(c.jitter_sigma_ns as u64));
+        out.push_str(&format!(
+            "{odr:<5} {extra:<10} | {:>11} {:>5} | {:>12} {:>5} | {:>26} {:>16} | {:>25} {:>11} | {:>13} {:>4} | {:>16} {:>4}\n",
+            f(t, &|c| format!("{:.1}", c.consumer_cpu_load_pct)),
+            f(r, &|c| format!("{:.1}", c.consumer_cpu_load_pct)),
+            f(t, &|c| format!("{:.1}", c.process_cpu_pct)),
+            f(r, &|c| format!("{:.1}", c.process_cpu_pct)),
+            f(t, &lat),
+            f(r, &lat),
+            f(t, &jit),
+            f(r, &jit),
+            f(t, &|c| (c.missed_events + c.fifo_full_drops.saturating_sub(c.missed_events)).to_string()),
+            f(r, &|c| (c.missed_events + c.fifo_full_drops.saturating_sub(c.missed_events)).to_string()),
+            f(t, &|c| format!("{:.2}", c.context_switches_per_sample)),
+            f(r, &|c| format!("{:.2}", c.context_switches_per_sample)),
+        ));
+    }
+    out.push_str("(* = the design missed events in this cell: the talk's \"Missing events\")\n");
+    out
+}
