@@ -456,7 +456,10 @@ impl Drop for Rtio {
             // Leak the pools rather than free memory the kernel may still write.
             eprintln!("preempt-io rtio: ops still in the kernel on drop; leaking their buffers");
             std::mem::forget(std::mem::take(&mut self.core.buffers));
-            std::mem::forget(std::mem::replace(&mut self.core.mempool, Mempool::new(0, 0)));
+            std::mem::forget(std::mem::replace(
+                &mut self.core.mempool,
+                Mempool::new(0, 0),
+            ));
         }
     }
 }
