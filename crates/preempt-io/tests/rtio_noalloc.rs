@@ -60,7 +60,7 @@ fn steady_state(backend: BackendChoice) -> Option<u64> {
     let ib = r.alloc_buffer(8).unwrap();
     let sb = r.alloc_buffer(4).unwrap();
     let fb = r.alloc_buffer(2040).unwrap();
-    let mut round = |r: &mut Rtio| {
+    let round = |r: &mut Rtio| {
         line.write(1).unwrap();
         r.prepare(
             Sqe::tiny_write(regs, &[1, 0, 0, 0])
