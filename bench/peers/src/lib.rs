@@ -21,3 +21,4 @@
 pub mod cli;
 pub mod report;
 pub mod sys;
+pub mod table;

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! figure=<name> ns_per_op=<f64> samples=<n>
-//! figure=<name> vmhwm_kib=<n>
+//! figure=<name>_vmhwm vmhwm_kib=<n>
 //! ```
 //!
 //! One line per figure, space-separated `key=value` pairs, `figure` first. Everything else a
@@ -41,12 +41,15 @@ pub fn print_timing(base: &str, total: Duration, ops: u64) {
     println!("{}", timing_line(&figure_name(base, cpus), total, ops));
 }
 
-/// Prints `figure=<base>_vmhwm vmhwm_kib=<n>`: the process's peak resident set so far, read
+/// Prints `figure=<base>_vmhwm[_pinned] vmhwm_kib=<n>`: the process's peak resident set so far, read
 /// from `VmHWM` in `/proc/self/status`. Call it right before the process exits.
 pub fn print_vmhwm(base: &str) {
     let cpus = allowed_cpus_or_exit();
     match sys::vmhwm_kib() {
-        Ok(kib) => println!("figure={}_vmhwm vmhwm_kib={kib}", figure_name(base, cpus)),
+        Ok(kib) => {
+            let name = figure_name(&format!("{base}_vmhwm"), cpus);
+            println!("figure={name} vmhwm_kib={kib}");
+        }
         Err(err) => eprintln!("warning: cannot read VmHWM from /proc/self/status: {err}"),
     }
 }

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# scripts/bench_framework.sh: issue 3's framework benchmark, side by side in ONE run.
+#
+# Measures preempt's framework figures against the peer crates from crates.io (linux-rtic 0.1.1,
+# futex-queue 0.1.1, pcp-mutex 0.2.0, built in the separate workspace bench/peers) and against
+# raw kernel/data-structure baselines, alternating peer / ours / baseline runs --reps times, then
+# prints a Markdown table of medians and the ratios issue 3 sets targets for:
+#
+#   same-priority switch      preempt_switch_same / rtic_switch_same                 <= 0.25
+#   cross-priority switch     preempt_switch_cross / raw_futex_pingpong              <= 1.1
+#                             preempt_switch_cross_pinned / raw_futex_pingpong_pinned <= 1.1
+#   uncontended lock+unlock   preempt_lock_uncontended / raw_pi_cas                  <= 1.3
+#   contended unlock          preempt_contended_unlock / raw_unlock_pi               <= 1.1
+#   memory                    peak RSS (VmHWM) of the Listing-1 app                   < 8 MiB
+#
+# The report starts with the machine, kernel, rustc, git revision and the exact command
+# (STYLE.md: every committed benchmark run records them). "_pinned" figures ran under
+# `taskset -c 0`. Every run is bounded by `timeout -k 2`; a run that hangs or fails is listed
+# as a failed run of its figure (the peer's Listing 2 pinned to one CPU is known to hang).
+#
+# HOW PREEMPT'S ("ours") FIGURES ARE FOUND. The script builds `-p preempt --examples` in the main
+# workspace and runs:
+#   * listing1_same_priority    -> preempt_switch_same   (size: PREEMPT_EXAMPLE_ITERATIONS)
+#   * listing1_cross_priority   -> preempt_switch_cross  (size: PREEMPT_EXAMPLE_ITERATIONS),
+#                                  also pinned
+#   * listing2_contended_unlock -> preempt_contended_unlock (size: PREEMPT_EXAMPLE_SAMPLES),
+#                                  also pinned
+#   * every other example in crates/preempt/examples/ whose source contains `figure=preempt_`
+#     (e.g. the uncontended lock+unlock benchmark that must print preempt_lock_uncontended),
+#     with both environment variables set.
+# Accepted output, per run (bench_table normalize):
+#   * preferred: lines `figure=<name> ns_per_op=<f64> samples=<n>` (any extra key=value fields),
+#     names as in the table above; the script adds `_pinned` for pinned runs if missing;
+#   * or the thesis examples' human output: `Time: <Duration Debug>` + `Switches: <n>`
+#     (-> total / n), or `Release time: <Duration Debug>` + `... after <n> samples` (-> mean).
+# The Listing-1 app's RSS is VmHWM read from /proc/<pid>/status when its main thread stops in
+# exit (bench/peers `peak_rss`, ptrace PTRACE_O_TRACEEXIT), so the example needs no cooperation.
+#
+# Usage: scripts/bench_framework.sh [--quick] [--reps N] [--no-ours] [--out FILE]
+#   --quick    small sizes and 3 reps: a few minutes at most (default: full sizes, 5 reps)
+#   --reps N   repetitions of the peer/ours/baseline cycle
+#   --no-ours  peer and baseline figures only
+#   --out FILE also write the report to FILE
+# Environment: CARGO_TARGET_DIR (default <repo>/target/bench-framework). Needs SCHED_FIFO:
+# run as root or with CAP_SYS_NICE. Needs taskset (util-linux) and timeout (coreutils).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+COMMAND=$(printf '%q ' "$0" "$@")
+QUICK=0
+REPS=
+OURS=1
+OUT=
+
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --quick) QUICK=1 ;;
+        --reps)
+            [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || { echo "error: --reps needs a positive integer" >&2; exit 2; }
+            REPS=$2; shift ;;
+        --no-ours) OURS=0 ;;
+        --out)
+            [[ $# -ge 2 ]] || { echo "error: --out needs a file name" >&2; exit 2; }
+            OUT=$2; shift ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+for tool in taskset timeout cargo rustc; do
+    command -v "$tool" >/dev/null || { echo "error: '$tool' not found in PATH" >&2; exit 1; }
+done
+
+# Sizes. Full = the thesis's sizes where they are affordable (10 M same-priority switches,
+# 50 000 contended unlocks); cross-thread hand-offs cost 1-30 us here, so 1 M of them.
+if [[ $QUICK == 1 ]]; then
+    ITER_SAME=1000000 ITER_CROSS=50000 ITER_LOCK=1000000 ITER_VEC=10000000 SAMPLES=5000
+    REPS=${REPS:-3} TIMEOUT=60 HANG_TIMEOUT=10
+else
+    ITER_SAME=10000000 ITER_CROSS=1000000 ITER_LOCK=10000000 ITER_VEC=100000000 SAMPLES=50000
+    REPS=${REPS:-5} TIMEOUT=300 HANG_TIMEOUT=30
+fi
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target/bench-framework}
+BIN=$CARGO_TARGET_DIR/release
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+RESULTS=$WORK/results.txt
+REPORT=$WORK/report.md
+: >"$RESULTS"
+
+say() { printf '%s\n' "$*" | tee -a "$REPORT"; }
+
+# ---------------------------------------------------------------- what this run is
+say "# preempt framework benchmark (issue 3)"
+say ""
+say "- command: \`$COMMAND\` (cwd \`$PWD\`)"
+say "- date (UTC): $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "- git: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown), $(git -C "$REPO" status --porcelain 2>/dev/null | wc -l) uncommitted paths"
+say "- machine: $(uname -m), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) CPUs usable, $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+say "- kernel: $(uname -srv)"
+say "- PREEMPT_RT (/sys/kernel/realtime): $(cat /sys/kernel/realtime 2>/dev/null || echo absent), preempt mode: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null || echo unreadable)"
+say "- rustc: $(rustc -V), $(cargo -V)"
+say "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+say "- sizes: same-priority $ITER_SAME switches, cross-priority $ITER_CROSS hand-offs, lock $ITER_LOCK, VecDeque $ITER_VEC, contended unlock $SAMPLES samples; $REPS reps; timeouts ${TIMEOUT}s (peer pinned Listing 2: ${HANG_TIMEOUT}s)"
+say ""
+
+# ---------------------------------------------------------------- build
+echo "building bench/peers (release) into $CARGO_TARGET_DIR ..." >&2
+cargo build --quiet --release --manifest-path "$REPO/bench/peers/Cargo.toml" --bins
+
+OURS_EXAMPLES=()
+if [[ $OURS == 1 ]]; then
+    echo "building preempt's examples (release) ..." >&2
+    if cargo build --quiet --release --manifest-path "$REPO/Cargo.toml" -p preempt --examples; then
+        for src in "$REPO"/crates/preempt/examples/*.rs; do
+            name=$(basename "$src" .rs)
+            case $name in
+                listing1_same_priority|listing1_cross_priority|listing2_contended_unlock) ;;
+                *) grep -q 'figure=preempt_' "$src" && OURS_EXAMPLES+=("$name") ;;
+            esac
+        done
+    else
+        say "**warning: building preempt's examples failed; its figures are missing below.**"
+        OURS=0
+    fi
+fi
+
+# ---------------------------------------------------------------- running
+# run FIGURE PINNED(0|1) TIMEOUT_S [ENV=VALUE ...] -- COMMAND ARGS...
+# Appends the run's normalized figure lines, or a failure line, to $RESULTS.
+run() {
+    local figure=$1 pinned=$2 limit=$3
+    shift 3
+    local envs=()
+    while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+    shift
+    local name=$figure pre=() norm=(normalize --figure "$figure")
+    if [[ $pinned == 1 ]]; then
+        name=${figure}_pinned pre=(taskset -c 0) norm+=(--pinned)
+    fi
+    echo "  $name" >&2
+    local rc=0
+    env "${envs[@]}" timeout -k 2 "$limit" "${pre[@]}" "$@" >"$WORK/out" 2>"$WORK/err" || rc=$?
+    if [[ $rc == 0 ]]; then
+        if ! "$BIN/bench_table" "${norm[@]}" <"$WORK/out" >>"$RESULTS" 2>>"$WORK/err"; then
+            echo "failure=$name reason=no-figure" >>"$RESULTS"
+            sed 's/^/    /' "$WORK/err" >&2
+        fi
+    else
+        local reason=exit-$rc
+        [[ $rc == 124 || $rc == 137 ]] && reason=timeout
+        echo "failure=$name reason=$reason" >>"$RESULTS"
+        [[ $reason == timeout ]] || tail -n 5 "$WORK/err" | sed 's/^/    /' >&2
+    fi
+}
+
+peers() {
+    run rtic_switch_same 0 "$TIMEOUT" -- \
+        "$BIN/peak_rss" --label rtic_switch_same -- "$BIN/rtic_switch_same" --iterations "$ITER_SAME"
+    for p in 0 1; do
+        run rtic_switch_cross $p "$TIMEOUT" -- "$BIN/rtic_switch_cross" --iterations "$ITER_CROSS"
+    done
+    run rtic_contended_unlock 0 "$TIMEOUT" -- "$BIN/rtic_contended_unlock" --samples "$SAMPLES"
+    run rtic_contended_unlock 1 "$HANG_TIMEOUT" -- "$BIN/rtic_contended_unlock" --samples "$SAMPLES"
+    run pcp_mutex_uncontended 0 "$TIMEOUT" -- "$BIN/pcp_mutex_uncontended" --iterations "$ITER_LOCK"
+    run futex_queue_send_recv 0 "$TIMEOUT" -- "$BIN/futex_queue_send_recv" --iterations "$ITER_SAME"
+    for p in 0 1; do
+        run futex_queue_pingpong $p "$TIMEOUT" -- "$BIN/futex_queue_pingpong" --iterations "$ITER_CROSS"
+    done
+}
+
+ours() {
+    local ex=$BIN/examples
+    run preempt_switch_same 0 "$TIMEOUT" PREEMPT_EXAMPLE_ITERATIONS="$ITER_SAME" -- \
+        "$BIN/peak_rss" --label preempt_switch_same -- "$ex/listing1_same_priority"
+    for p in 0 1; do
+        run preempt_switch_cross $p "$TIMEOUT" PREEMPT_EXAMPLE_ITERATIONS="$ITER_CROSS" -- \
+            "$ex/listing1_cross_priority"
+        run preempt_contended_unlock $p "$TIMEOUT" PREEMPT_EXAMPLE_SAMPLES="$SAMPLES" -- \
+            "$ex/listing2_contended_unlock"
+    done
+    local name
+    for name in "${OURS_EXAMPLES[@]}"; do
+        run "preempt_$name" 0 "$TIMEOUT" PREEMPT_EXAMPLE_ITERATIONS="$ITER_LOCK" \
+            PREEMPT_EXAMPLE_SAMPLES="$SAMPLES" -- "$ex/$name"
+    done
+}
+
+baselines() {
+    run vecdeque_push_pop 0 "$TIMEOUT" -- "$BIN/vecdeque" --iterations "$ITER_VEC"
+    run raw_pi_cas 0 "$TIMEOUT" -- "$BIN/raw_pi_cas" --iterations "$ITER_LOCK"
+    for p in 0 1; do
+        run raw_futex_pingpong $p "$TIMEOUT" -- "$BIN/raw_futex_pingpong" --iterations "$ITER_CROSS"
+        run raw_unlock_pi $p "$TIMEOUT" -- "$BIN/raw_unlock_pi" --samples "$SAMPLES"
+    done
+}
+
+for rep in $(seq 1 "$REPS"); do
+    echo "rep $rep/$REPS: peers" >&2
+    peers
+    if [[ $OURS == 1 ]]; then
+        echo "rep $rep/$REPS: preempt" >&2
+        ours
+    fi
+    echo "rep $rep/$REPS: baselines" >&2
+    baselines
+done
+
+# ---------------------------------------------------------------- report
+say "- load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+say ""
+"$BIN/bench_table" summarize "$RESULTS" | tee -a "$REPORT"
+say ""
+say "<details><summary>raw results ($(wc -l <"$RESULTS") lines)</summary>"
+say ""
+say '```'
+tee -a "$REPORT" <"$RESULTS"
+say '```'
+say "</details>"
+if [[ -n $OUT ]]; then
+    cp "$REPORT" "$OUT"
+    echo "report written to $OUT" >&2
+fi
