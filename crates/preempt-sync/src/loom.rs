@@ -86,3 +86,18 @@ pub(crate) fn spin_hint() {
     #[cfg(loom)]
     loom::thread::yield_now();
 }
+
+/// Marks a point where an algorithm relies on the single total order of `SeqCst`
+/// operations (a Dekker pattern: `SeqCst` RMW, then `SeqCst` loads of other words).
+///
+/// In the Rust (C++20) memory model those `SeqCst` operations already give the guarantee,
+/// and on x86_64 (locked RMW) and AArch64 (`stlxr` then `ldar`) the hardware provides it,
+/// so normal builds emit nothing here. Loom, however, models `SeqCst` loads and RMWs as
+/// `AcqRel` and only `fence(SeqCst)` exactly (loom README, "SeqCst accesses";
+/// tokio-rs/loom#180), so under loom this is a `SeqCst` fence: it is at least as strong
+/// as the property the real build relies on.
+#[inline(always)]
+pub(crate) fn seqcst_order_point() {
+    #[cfg(loom)]
+    sync::atomic::fence(sync::atomic::Ordering::SeqCst);
+}

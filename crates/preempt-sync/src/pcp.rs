@@ -129,6 +129,23 @@ use crate::futex::{self, TID_MASK, WAITERS};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
 
+/// Loom-only event log of the slow path, printed by the loom tests when a model fails.
+#[cfg(loom)]
+#[doc(hidden)]
+pub static TRACE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+macro_rules! trace {
+    ($($arg:tt)*) => {
+        #[cfg(loom)]
+        {
+            // Format first: loom may switch threads inside the atomic loads of the
+            // arguments, and must not do so while this std mutex is held.
+            let line = format!($($arg)*);
+            TRACE.lock().unwrap().push(line);
+        }
+    };
+}
+
 /// Highest ceiling (and priority) a [`PcpMutex`] may have: the highest `SCHED_FIFO`
 /// priority of Linux (`sched(7)`). Smaller under loom to keep the model small.
 pub const MAX_CEILING: u8 = if cfg!(loom) { 7 } else { 99 };
@@ -232,8 +249,10 @@ impl PcpGroup {
         }
         let max = self.register(c);
         if !self.try_fast(p, c, max, me) {
+            trace!("{me}: p={p} c={c} fast failed");
             self.lock_slow(p, c, me);
         }
+        trace!("{me}: p={p} c={c} locked");
         true
     }
 
@@ -252,6 +271,7 @@ impl PcpGroup {
         {
             return false;
         }
+        crate::loom::seqcst_order_point();
         // Re-check after the claim (Dekker): `max` is re-read so that a level registered
         // by a thread whose claim precedes ours is covered.
         let max = self.max_ceiling.load(Ordering::SeqCst) as usize;
@@ -281,6 +301,7 @@ impl PcpGroup {
                     Err(_) => blocker = Some(c),
                 }
             }
+            trace!("{me}: slow p={p} c={c} holding={holding} blocker={blocker:?}");
             let Some(level) = blocker else {
                 // Commit: from now on other slow-path tests see our level.
                 self.placeholder[c].store(false, Ordering::Relaxed);
@@ -295,6 +316,7 @@ impl PcpGroup {
             self.unlock_arbiter(me);
             // Sleep, lending our priority to the holder of `level`, until it is handed over.
             self.wait_level(level, me);
+            trace!("{me}: got level {level}");
             if level == c {
                 self.placeholder[c].store(true, Ordering::Relaxed);
                 holding = true;
@@ -326,6 +348,7 @@ impl PcpGroup {
             .compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
         {
+            crate::loom::seqcst_order_point();
             return;
         }
         if let Err(e) = futex::lock_pi(&self.arbiter, None) {
@@ -352,6 +375,7 @@ impl PcpGroup {
     /// Releases level `c`: CAS `me -> 0`, or `FUTEX_UNLOCK_PI` if threads wait on it.
     #[inline]
     fn release(&self, c: usize, me: u32) {
+        trace!("{me}: release {c}");
         if self.owner[c]
             .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
             .is_err()

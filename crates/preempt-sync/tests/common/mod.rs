@@ -1,0 +1,98 @@
+//! Helpers shared by the real-thread tests: SCHED_FIFO, CPU pinning, a watchdog, a PRNG.
+#![allow(dead_code, reason = "each test binary uses a subset")]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Puts the calling thread under SCHED_FIFO at `priority`. `false` (and nothing changed)
+/// if not permitted (no CAP_SYS_NICE / RLIMIT_RTPRIO).
+pub(crate) fn set_fifo(priority: i32) -> bool {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pthread_self() is the calling thread; `param` is a valid sched_param.
+    // pthread_setschedparam returns the error number instead of setting errno.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    rc == 0
+}
+
+/// Whether this process may use SCHED_FIFO (tried on a throw-away thread).
+pub(crate) fn fifo_permitted() -> bool {
+    std::thread::spawn(|| set_fifo(1)).join().unwrap()
+}
+
+/// Pins the calling thread to `cpu`; `false` if that CPU is not allowed here.
+pub(crate) fn pin_to_cpu(cpu: usize) -> bool {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` < CPU_SETSIZE is checked by the caller's choice of 0; CPU_SET writes
+    // only into `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 = calling thread; `set` is valid for size_of::<cpu_set_t>() bytes.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    rc == 0
+}
+
+/// Runs `f` and fails the whole test process (exit code 101, like a failed test) if it
+/// does not finish within `limit`, so that a livelock or deadlock never hangs CI. Returns
+/// `f`'s result; a panic in `f` is propagated.
+pub(crate) fn with_watchdog<R: Send + 'static>(
+    name: &str,
+    limit: Duration,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> R {
+    let (tx, rx) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        // The receiver may have given up (timeout path exits the process anyway).
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(limit) {
+        Ok(()) => match worker.join().unwrap() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(_) => {
+            eprintln!("WATCHDOG: {name} did not finish within {limit:?}: deadlock or livelock");
+            std::process::exit(101);
+        }
+    }
+}
+
+/// Multiplier for stress-test sizes from `PREEMPT_STRESS_SCALE` (default 1), for long
+/// manual runs such as `PREEMPT_STRESS_SCALE=50 cargo test --release --test pcp_stress`.
+pub(crate) fn stress_scale() -> u64 {
+    match std::env::var("PREEMPT_STRESS_SCALE") {
+        Err(_) => 1,
+        Ok(s) => s.parse().unwrap_or_else(|_| {
+            panic!("PREEMPT_STRESS_SCALE must be a positive integer, got {s:?}")
+        }),
+    }
+}
+
+/// xorshift64*: a tiny deterministic PRNG for random lock orders.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub(crate) fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.below(i + 1));
+        }
+    }
+}
