@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use proc_macro2::Ident;
 
-use crate::parse::{App, LocalAccess};
+use crate::parse::{App, LocalAccess, TaskKind};
 
 /// Who accesses a resource: a task (by index in `App::tasks`) or `idle`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,8 +56,19 @@ pub(crate) struct Level {
     pub(crate) priority: u8,
     /// Indices into `App::tasks`.
     pub(crate) tasks: Vec<usize>,
-    /// Sum of the capacities of `tasks`: the size of each of the executor's queues.
+    /// Message slots per queue: the software tasks' capacities plus two per async task
+    /// (a `Start` and a `Poll`), at least 1.
     pub(crate) capacity: usize,
+}
+
+/// Message slots a task needs in each of its executor's queues.
+pub(crate) fn queue_slots(app: &App, task: usize) -> usize {
+    let t = &app.tasks[task];
+    match t.kind {
+        TaskKind::Software => usize::from(t.capacity),
+        TaskKind::Async => 2,
+        TaskKind::Periodic | TaskKind::Hardware => 0,
+    }
 }
 
 /// The result of the analysis.
@@ -202,8 +213,9 @@ pub(crate) fn app(app: &App) -> Analysis {
             priority,
             capacity: tasks
                 .iter()
-                .map(|&i| usize::from(app.tasks[i].capacity))
-                .sum(),
+                .map(|&i| queue_slots(app, i))
+                .sum::<usize>()
+                .max(1),
             tasks,
         })
         .collect();

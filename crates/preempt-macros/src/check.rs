@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use syn::visit::Visit;
 
 use crate::analyze::{Analysis, Context};
-use crate::parse::{App, LocalAccess};
+use crate::parse::{App, LocalAccess, TaskKind};
 
 /// Runs every check and returns all errors found, combined.
 pub(crate) fn app(app: &App, analysis: &Analysis) -> syn::Result<()> {
@@ -110,6 +110,82 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> syn::Result<()> {
         }
     }
 
+    // Hardware tasks: the bound field exists, is bound once, and nobody else uses it.
+    let mut bound: Vec<(&syn::Ident, usize)> = Vec::new();
+    for (i, task) in app.tasks.iter().enumerate() {
+        let Some(field) = &task.binds else { continue };
+        if !local_fields.contains(&field.to_string()) {
+            errors.push(syn::Error::new(
+                field.span(),
+                format!(
+                    "`binds = {field}` names no field of the #[local] struct: add `{field}: \
+                     <an fd source, e.g. preempt::fd::TimerSource>` to it and create the source \
+                     in #[init]"
+                ),
+            ));
+            continue;
+        }
+        if let Some((first, j)) = bound.iter().find(|(f, _)| *f == field) {
+            let mut err = syn::Error::new(
+                field.span(),
+                format!(
+                    "`{field}` is bound to two hardware tasks, `{}` and `{}`: an fd wakes one \
+                     task; spawn the second from the first",
+                    app.tasks[*j].name(),
+                    task.name()
+                ),
+            );
+            err.combine(syn::Error::new(first.span(), "first bound here"));
+            errors.push(err);
+            continue;
+        }
+        bound.push((field, i));
+    }
+    for (field, owner) in &bound {
+        if let Some(owners) = analysis.local_owners.get(&field.to_string()) {
+            for (cx, ident) in owners {
+                if *cx == Context::Task(*owner) {
+                    errors.push(syn::Error::new(
+                        ident.span(),
+                        format!(
+                            "`{field}` is already this task's (`binds = {field}` gives it \
+                             `cx.local.{field}`): remove it from `local = [..]`"
+                        ),
+                    ));
+                    continue;
+                }
+                let mut err = syn::Error::new(
+                    ident.span(),
+                    format!(
+                        "local resource `{field}` is the fd of hardware task `{}` (`binds = \
+                         {field}`), which owns it; {} cannot use it",
+                        app.tasks[*owner].name(),
+                        context_name(*cx)
+                    ),
+                );
+                err.combine(syn::Error::new(field.span(), "bound here"));
+                errors.push(err);
+            }
+        }
+    }
+
+    // Idle policies must name a priority level that exists.
+    for binding in &app.args.idle {
+        if !analysis
+            .levels
+            .iter()
+            .any(|l| l.priority == binding.priority)
+        {
+            errors.push(syn::Error::new(
+                binding.span,
+                format!(
+                    "no task runs at priority {}: `idle_policy` configures executor threads",
+                    binding.priority
+                ),
+            ));
+        }
+    }
+
     // #[lock_free] resources must stay on one priority level.
     for field in &app.shared.fields {
         let Some(span) = field.lock_free else {
@@ -194,9 +270,14 @@ fn unknown_spawns(app: &App) -> Vec<syn::Error> {
     let mut known: BTreeSet<String> = app.tasks.iter().map(|t| t.name().to_string()).collect();
     known.insert("init".into());
     known.insert("idle".into());
+    // A glob import (or a macro) could bring any name into scope: then only the checks on
+    // known task names run.
+    let mut all_names_known = true;
     for item in &app.user_items {
         match item {
-            syn::Item::Use(u) if !collect_use_names(&u.tree, &mut known) => return Vec::new(),
+            syn::Item::Use(u) if !collect_use_names(&u.tree, &mut known) => {
+                all_names_known = false;
+            }
             syn::Item::Mod(m) => {
                 known.insert(m.ident.to_string());
             }
@@ -222,7 +303,7 @@ fn unknown_spawns(app: &App) -> Vec<syn::Error> {
                         .map_or(e.ident.to_string(), |(_, r)| r.to_string()),
                 );
             }
-            syn::Item::Macro(_) => return Vec::new(),
+            syn::Item::Macro(_) => all_names_known = false,
             _ => {}
         }
     }
@@ -235,7 +316,9 @@ fn unknown_spawns(app: &App) -> Vec<syn::Error> {
 
     struct Finder<'a> {
         known: &'a BTreeSet<String>,
+        all_names_known: bool,
         tasks: Vec<String>,
+        kinds: std::collections::BTreeMap<String, TaskKind>,
         errors: Vec<syn::Error>,
     }
     impl<'ast> Visit<'ast> for Finder<'_> {
@@ -250,7 +333,26 @@ fn unknown_spawns(app: &App) -> Vec<syn::Error> {
                 )
             {
                 let target = segments[0].ident.to_string();
-                if !self.known.contains(&target) {
+                let method = segments[1].ident.to_string();
+                let kind_error = match self.kinds.get(&target) {
+                    Some(TaskKind::Periodic) => Some(format!(
+                        "task `{target}` is periodic: the runtime releases it every period; it \
+                         has no `{method}`"
+                    )),
+                    Some(TaskKind::Hardware) => Some(format!(
+                        "task `{target}` is a hardware task: its fd releases it; it has no \
+                         `{method}`"
+                    )),
+                    Some(TaskKind::Async) if method != "spawn" => Some(format!(
+                        "async task `{target}` has `spawn` only (RTIC v2): wait inside it with \
+                         `Mono::delay(..).await` or `Mono::delay_until(..).await`"
+                    )),
+                    _ => None,
+                };
+                if let Some(msg) = kind_error {
+                    self.errors
+                        .push(syn::Error::new(segments[1].ident.span(), msg));
+                } else if self.all_names_known && !self.known.contains(&target) {
                     self.errors.push(syn::Error::new(
                         segments[0].ident.span(),
                         format!(
@@ -269,6 +371,12 @@ fn unknown_spawns(app: &App) -> Vec<syn::Error> {
     }
     let mut finder = Finder {
         known: &known,
+        all_names_known,
+        kinds: app
+            .tasks
+            .iter()
+            .map(|t| (t.name().to_string(), t.kind))
+            .collect(),
         tasks: app
             .tasks
             .iter()

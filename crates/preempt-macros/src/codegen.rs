@@ -1,36 +1,49 @@
 //! Code generation: the checked model becomes statics, context types, spawn functions, one
-//! message enum and executor per priority level, and `run`.
+//! message enum, task table and executor per priority level, and `run`.
 //!
-//! For `mod app` with tasks `a` (priority 1, shared `x`) and `b` (priority 2, shared `x`) the
-//! output has this shape (names of internal items start with `__preempt_`):
+//! For `mod app` with a software task `a` (priority 1, shared `x`), an async task `b` and a
+//! periodic task `c` (priority 2, shared `x`) the output has this shape (names of internal
+//! items start with `__preempt_`):
 //!
 //! ```text
 //! fn main() { std::process::exit(app::run()) }          // unless `main = false`
 //! mod app {
-//!     use ::preempt::prelude::*;                        // Instant, Duration, Lock, exit
+//!     use ::preempt::prelude::*;                        // Instant, Duration, Mono, Lock, exit
 //!     <user items, #[shared]/#[local] structs, init, idle and task functions>
 //!     static __preempt_group_0: PcpGroup;               // one per group of tasks sharing locks
 //!     static __preempt_shared_x: PcpCell<T>;            // ceiling 2, group 0
+//!     static __preempt_lockstat_a_x: LockStats;         // a's critical sections on x
 //!     enum __preempt_Msg_p1 { a(args) }                 // one message enum per level
-//!     static __preempt_exec_p1: Executor<__preempt_Msg_p1, CAPACITY>;
-//!     pub mod a { pub struct Context; pub fn spawn(..); pub fn spawn_after(..); .. }
-//!     pub fn run() -> i32;                              // readiness, init, executors
+//!     enum __preempt_Msg_p2 { __preempt_start_b((args)), __preempt_poll_b }
+//!     static __preempt_tasks_p2: [TaskControl; 2];      // b, c: kind, slots, stats
+//!     static __preempt_exec_p2: Executor<__preempt_Msg_p2, 2>;
+//!     static __preempt_async_b: AsyncTask;              // b's single-instance header
+//!     fn __preempt_future_b(args) -> impl Future;      // builds b's proxies and context
+//!     pub mod a { pub struct Context<'a>; pub fn spawn(..); pub fn spawn_after(..); .. }
+//!     pub mod b { pub struct Context<'a>; pub fn spawn(..) }
+//!     pub mod c { pub struct Context<'a> }              // released by the runtime
+//!     pub fn run() -> i32;                              // readiness, init, prepare, executors
+//!     pub fn stats() -> AppStats;  pub fn rta() -> ..;  pub fn shutdown();
 //! }
 //! ```
+//!
+//! A context holds `&'a mut` references to resource proxies that the dispatcher builds on
+//! its stack for each job (`cx.shared.x: &'a mut SharedMut<'a, T>`), so `cx.shared.x.lock(..)`
+//! compiles through an immutable `cx`, as in RTIC v1.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{Ident, Pat, Type};
 
 use crate::analyze::{Access, Analysis};
-use crate::parse::{App, LocalAccess, OnPanic, SharedAccess};
+use crate::parse::{App, IdlePolicy, LocalAccess, OnMiss, OnPanic, SharedAccess, Task, TaskKind};
 
 /// The attributes every generated item carries: the names follow the user's task names, and
 /// the items are reached through the app module whatever its visibility.
 fn allows() -> TokenStream {
     quote! {
         #[allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code,
-                unreachable_pub, unused_unsafe, clippy::all)]
+                unreachable_pub, unused_unsafe, unused_mut, clippy::all)]
     }
 }
 
@@ -45,12 +58,182 @@ fn local_static(owner: &str, local: &LocalAccess) -> Ident {
     }
 }
 
+fn bound_static(field: &Ident) -> Ident {
+    local_static("", &LocalAccess::Struct(field.clone()))
+}
+
+fn lockstat_static(owner: &str, resource: &Ident) -> Ident {
+    format_ident!("__preempt_lockstat_{}_{}", owner, resource)
+}
+
 fn msg_enum(priority: u8) -> Ident {
     format_ident!("__preempt_Msg_p{}", priority)
 }
 
 fn executor_static(priority: u8) -> Ident {
     format_ident!("__preempt_exec_p{}", priority)
+}
+
+fn tasks_static(priority: u8) -> Ident {
+    format_ident!("__preempt_tasks_p{}", priority)
+}
+
+fn async_static(name: &Ident) -> Ident {
+    format_ident!("__preempt_async_{}", name)
+}
+
+fn future_fn(name: &Ident) -> Ident {
+    format_ident!("__preempt_future_{}", name)
+}
+
+fn wake_fn(name: &Ident) -> Ident {
+    format_ident!("__preempt_wake_{}", name)
+}
+
+fn start_variant(name: &Ident) -> Ident {
+    format_ident!("__preempt_start_{}", name)
+}
+
+fn poll_variant(name: &Ident) -> Ident {
+    format_ident!("__preempt_poll_{}", name)
+}
+
+/// The index of task `t` in its level's task table.
+fn index_in_level(analysis: &Analysis, app: &App, t: usize) -> usize {
+    analysis
+        .levels
+        .iter()
+        .find(|l| l.priority == app.tasks[t].priority)
+        .and_then(|l| l.tasks.iter().position(|&i| i == t))
+        .unwrap_or(0)
+}
+
+/// How a context reaches one shared resource.
+struct SharedPlan {
+    ident: Ident,
+    /// The field type in `SharedResources<'a>`.
+    field_ty: TokenStream,
+    /// For proxies: the `let mut` that builds one (app-module paths) and its type;
+    /// for plain references: the expression inside `__preempt_new`.
+    kind: SharedKind,
+    read_only: bool,
+    ty: Type,
+}
+
+enum SharedKind {
+    Proxy { build: TokenStream, ty: TokenStream },
+    Plain(TokenStream),
+}
+
+/// Plans the shared resources of a context (task or idle) at `priority`.
+fn shared_plan(
+    app: &App,
+    analysis: &Analysis,
+    owner: &str,
+    shared: &[SharedAccess],
+    priority: u8,
+) -> Vec<SharedPlan> {
+    let mut out = Vec::new();
+    for access in shared {
+        let ident = &access.ident;
+        let Some(field) = app.shared.fields.iter().find(|f| f.ident == *ident) else {
+            continue; // reported by check
+        };
+        let ty = &field.ty;
+        let info = &analysis.shared[&ident.to_string()];
+        let st = shared_static(ident);
+        let ro = access.read_only;
+        let stats = if app.args.accounting {
+            let ls = lockstat_static(owner, ident);
+            quote!(::core::option::Option::Some(&#ls))
+        } else {
+            quote!(::core::option::Option::None)
+        };
+        let (field_ty, kind) = match (info.access, field.lock_free.is_some(), ro) {
+            (Access::Exclusive, true, false) => (
+                quote!(&'a mut #ty),
+                SharedKind::Plain(quote!(unsafe { super::#st.get_mut() })),
+            ),
+            (Access::Exclusive, true, true) | (Access::ReadOnly, _, _) => (
+                quote!(&'a #ty),
+                SharedKind::Plain(quote!(unsafe { super::#st.get() })),
+            ),
+            (Access::Exclusive, false, false) => {
+                let pty = quote!(::preempt::resource::Exclusive<'a, #ty>);
+                (
+                    quote!(&'a mut #pty),
+                    SharedKind::Proxy {
+                        build: quote!(::preempt::resource::Exclusive::new(unsafe { #st.get_mut() })),
+                        ty: pty,
+                    },
+                )
+            }
+            (Access::Exclusive, false, true) => {
+                let pty = quote!(::preempt::resource::ExclusiveRef<'a, #ty>);
+                (
+                    quote!(&'a mut #pty),
+                    SharedKind::Proxy {
+                        build: quote!(::preempt::resource::ExclusiveRef::new(unsafe { #st.get() })),
+                        ty: pty,
+                    },
+                )
+            }
+            (Access::Pcp { .. }, _, false) => {
+                let pty = quote!(::preempt::resource::SharedMut<'a, #ty>);
+                (
+                    quote!(&'a mut #pty),
+                    SharedKind::Proxy {
+                        build: quote!(unsafe {
+                            ::preempt::resource::SharedMut::new(&#st, #priority, #stats)
+                        }),
+                        ty: pty,
+                    },
+                )
+            }
+            (Access::Pcp { .. }, _, true) => {
+                let pty = quote!(::preempt::resource::SharedRef<'a, #ty>);
+                (
+                    quote!(&'a mut #pty),
+                    SharedKind::Proxy {
+                        build: quote!(unsafe {
+                            ::preempt::resource::SharedRef::new(&#st, #priority, #stats)
+                        }),
+                        ty: pty,
+                    },
+                )
+            }
+            (Access::Unused, ..) => continue, // a used resource is never Unused
+        };
+        out.push(SharedPlan {
+            ident: ident.clone(),
+            field_ty,
+            kind,
+            read_only: ro,
+            ty: ty.clone(),
+        });
+    }
+    out
+}
+
+/// The statements that build a context's proxies and the context itself, bound to `cx`
+/// (app-module paths).
+fn build_context(plans: &[SharedPlan], module: &Ident) -> TokenStream {
+    let mut lets = Vec::new();
+    let mut args = Vec::new();
+    for plan in plans {
+        if let SharedKind::Proxy { build, .. } = &plan.kind {
+            let px = format_ident!("__preempt_px_{}", plan.ident);
+            lets.push(quote!(let mut #px = #build;));
+            args.push(quote!(&mut #px));
+        }
+    }
+    quote! {
+        #(#lets)*
+        // SAFETY: the executor of this level runs on one thread and runs one job at a time,
+        // so this context is the only one of its task alive; resources were initialised
+        // before the executors started.
+        let cx = unsafe { #module::Context::__preempt_new(#(#args),*) };
+    }
 }
 
 /// Generates the whole expansion.
@@ -89,7 +272,8 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         });
     }
 
-    // Shared resource storage.
+    // Shared resource storage, and the critical-section records of PCP resources.
+    let mut lockstats: Vec<Ident> = Vec::new();
     for field in &app.shared.fields {
         let info = &analysis.shared[&field.ident.to_string()];
         let ident = shared_static(&field.ident);
@@ -104,6 +288,23 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                     static #ident: ::preempt::__private::PcpCell<#ty> =
                         ::preempt::__private::PcpCell::new(#ceiling, &#group);
                 });
+                if app.args.accounting {
+                    let resource = field.ident.to_string();
+                    for (cx, priority, _) in &info.users {
+                        let owner = match cx {
+                            crate::analyze::Context::Task(i) => app.tasks[*i].name().to_string(),
+                            _ => "idle".to_string(),
+                        };
+                        let ls = lockstat_static(&owner, &field.ident);
+                        items.push(quote! {
+                            #allows
+                            #[doc(hidden)]
+                            static #ls: ::preempt::__private::LockStats =
+                                ::preempt::__private::LockStats::new(#resource, #owner, #priority, #ceiling);
+                        });
+                        lockstats.push(ls);
+                    }
+                }
             }
             Access::Exclusive | Access::ReadOnly | Access::Unused => {
                 items.push(quote! {
@@ -158,42 +359,99 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
 
     // Context modules.
     items.push(init_module(app));
-    if let Some(idle) = &app.idle {
+    let idle_plans = app.idle.as_ref().map(|idle| {
+        let plans = shared_plan(app, analysis, "idle", &idle.shared, 0);
         items.push(context_module(
             app,
-            analysis,
             &idle.item.sig.ident,
-            &idle.shared,
+            &plans,
             &idle.local,
-            0,
+            None,
             None,
         ));
-    }
+        plans
+    });
+    let mut task_plans: Vec<Vec<SharedPlan>> = Vec::new();
     for (i, task) in app.tasks.iter().enumerate() {
-        items.push(context_module(
+        let plans = shared_plan(
             app,
             analysis,
-            task.name(),
+            &task.name().to_string(),
             &task.shared,
-            &task.local,
             task.priority,
-            Some(task_spawn(app, i)),
+        );
+        items.push(context_module(
+            app,
+            task.name(),
+            &plans,
+            &task.local,
+            task.binds.as_ref(),
+            task_spawn(app, analysis, i),
         ));
+        task_plans.push(plans);
     }
 
-    // Message enums and executors, one per level.
+    // Async tasks: header, future constructor, wake-up.
+    for (i, task) in app.tasks.iter().enumerate() {
+        if task.kind != TaskKind::Async {
+            continue;
+        }
+        let name = task.name();
+        let header = async_static(name);
+        let future = future_fn(name);
+        let wake = wake_fn(name);
+        let exec = executor_static(task.priority);
+        let msg = msg_enum(task.priority);
+        let poll = poll_variant(name);
+        let tys: Vec<&Type> = task.inputs.iter().map(|(_, ty)| &**ty).collect();
+        let args: Vec<Ident> = (0..tys.len())
+            .map(|j| format_ident!("__preempt_a{}", j))
+            .collect();
+        let build = build_context(&task_plans[i], name);
+        let name_str = name.to_string();
+        items.push(quote! {
+            #allows
+            #[doc(hidden)]
+            static #header: ::preempt::__private::AsyncTask =
+                ::preempt::__private::AsyncTask::new(#wake);
+
+            #allows
+            #[doc(hidden)]
+            fn #wake() {
+                if #exec.spawn_poll(#msg::#poll).is_err() {
+                    // Cannot happen: `queued` admits one Poll per task and its queues have
+                    // two slots (one Start, one Poll).
+                    ::std::eprintln!("preempt: lost a wake-up of async task `{}`", #name_str);
+                }
+            }
+
+            #allows
+            #[doc(hidden)]
+            fn #future((#(#args,)*): (#(#tys,)*)) -> impl ::core::future::Future<Output = ()> {
+                async move {
+                    #build
+                    #name(cx, #(#args),*).await
+                }
+            }
+        });
+    }
+
+    // Message enums, task tables and executors, one per level.
     let mut executor_refs = Vec::new();
     for level in &analysis.levels {
         let priority = level.priority;
         let msg = msg_enum(priority);
         let exec = executor_static(priority);
-        let slots = format_ident!("__preempt_slots_p{}", priority);
+        let table = tasks_static(priority);
         let capacity = level.capacity;
         let mut variants = Vec::new();
         let mut index_arms = Vec::new();
-        let mut names = Vec::new();
+        let mut kind_arms = Vec::new();
         let mut dispatch_arms = Vec::new();
-        let mut slot_inits = Vec::new();
+        let mut unit_arms = Vec::new();
+        let mut controls = Vec::new();
+        let mut periodic = Vec::new();
+        let mut hardware = Vec::new();
         for (k, &t) in level.tasks.iter().enumerate() {
             let task = &app.tasks[t];
             let name = task.name();
@@ -202,35 +460,91 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             let args: Vec<Ident> = (0..tys.len())
                 .map(|j| format_ident!("__preempt_a{}", j))
                 .collect();
-            let (variant, pattern) = match tys.len() {
-                0 => (quote!(#name), quote!(#msg::#name)),
-                1 => (quote!(#name(#(#tys)*)), quote!(#msg::#name(#(#args)*))),
-                _ => (
-                    quote!(#name((#(#tys),*))),
-                    quote!(#msg::#name((#(#args),*))),
-                ),
-            };
-            variants.push(variant);
-            index_arms.push(quote!(#pattern => #k,));
-            names.push(name_str);
-            dispatch_arms.push(quote! {
-                #pattern => {
-                    // SAFETY: the executor of this level runs on one thread and runs one
-                    // message at a time, so this task's context is not alive anywhere else;
-                    // its resources were initialised before the executor started.
-                    let cx = unsafe { #name::Context::__preempt_new() };
-                    #name(cx, #(#args),*)
-                }
-            });
             for ty in &tys {
                 items.push(quote! {
                     const _: () = ::preempt::__private::assert_send::<#ty>();
                 });
             }
-            let cap = task.capacity;
-            slot_inits.push(quote!(::preempt::__private::TaskSlots::new(#cap)));
+            let on_miss = match task.on_miss {
+                OnMiss::Burst => quote!(::preempt::__private::OnMiss::Burst),
+                OnMiss::Skip => quote!(::preempt::__private::OnMiss::Skip),
+                OnMiss::Delay => quote!(::preempt::__private::OnMiss::Delay),
+                OnMiss::Fault => quote!(::preempt::__private::OnMiss::Fault),
+            };
+            let (kind, cap) = match task.kind {
+                TaskKind::Software => (quote!(Software), task.capacity),
+                TaskKind::Async => (quote!(Async), 2),
+                TaskKind::Periodic => (quote!(Periodic), 0),
+                TaskKind::Hardware => (quote!(Hardware), 0),
+            };
+            controls.push(quote! {
+                ::preempt::__private::TaskControl::new(
+                    #name_str, ::preempt::__private::TaskKind::#kind, #cap, #on_miss)
+            });
+            let build = build_context(&task_plans[t], name);
+            match task.kind {
+                TaskKind::Software => {
+                    let (variant, pattern) = match tys.len() {
+                        0 => (quote!(#name), quote!(#msg::#name)),
+                        1 => (quote!(#name(#(#tys)*)), quote!(#msg::#name(#(#args)*))),
+                        _ => (
+                            quote!(#name((#(#tys),*))),
+                            quote!(#msg::#name((#(#args),*))),
+                        ),
+                    };
+                    let any = if tys.is_empty() {
+                        quote!(#msg::#name)
+                    } else {
+                        quote!(#msg::#name(..))
+                    };
+                    variants.push(variant);
+                    index_arms.push(quote!(#any => #k,));
+                    kind_arms.push(quote!(#any => ::preempt::__private::MsgKind::Job,));
+                    dispatch_arms.push(quote! {
+                        #pattern => {
+                            #build
+                            #name(cx, #(#args),*);
+                            ::preempt::__private::Dispatched::Done
+                        }
+                    });
+                }
+                TaskKind::Async => {
+                    let start = start_variant(name);
+                    let poll = poll_variant(name);
+                    let header = async_static(name);
+                    let future = future_fn(name);
+                    variants.push(quote!(#start((#(#tys,)*))));
+                    variants.push(quote!(#poll));
+                    index_arms.push(quote!(#msg::#start(..) | #msg::#poll => #k,));
+                    kind_arms.push(quote!(#msg::#start(..) => ::preempt::__private::MsgKind::Job,));
+                    kind_arms.push(quote!(#msg::#poll => ::preempt::__private::MsgKind::Poll,));
+                    dispatch_arms.push(quote! {
+                        // SAFETY: this executor's thread is the only one that starts and polls
+                        // this task, one message at a time; the slot was allocated for this
+                        // very constructor before the executors started.
+                        #msg::#start(__preempt_args) => unsafe { #header.start(#future, __preempt_args) },
+                        // SAFETY: as above.
+                        #msg::#poll => unsafe { #header.poll(#future) },
+                    });
+                }
+                TaskKind::Periodic | TaskKind::Hardware => {
+                    if task.kind == TaskKind::Periodic {
+                        periodic.push(k);
+                    } else {
+                        hardware.push(k);
+                    }
+                    unit_arms.push(quote! {
+                        #k => {
+                            #build
+                            #name(cx);
+                            ::preempt::__private::Dispatched::Done
+                        }
+                    });
+                }
+            }
         }
         let n_tasks = level.tasks.len();
+        let (accounting, page_faults) = (app.args.accounting, app.args.page_faults);
         items.push(quote! {
             #allows
             #[doc(hidden)]
@@ -240,29 +554,109 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             impl ::preempt::__private::Message for #msg {
                 #[inline(always)]
                 fn task(&self) -> usize {
-                    #[allow(unused_variables)]
-                    match self { #(#index_arms)* }
+                    match *self { #(#index_arms)* }
                 }
-                const NAMES: &'static [&'static str] = &[#(#names),*];
                 #[inline(always)]
-                fn dispatch(self) {
+                fn kind(&self) -> ::preempt::__private::MsgKind {
+                    match *self { #(#kind_arms)* }
+                }
+                #[inline(always)]
+                fn dispatch(self) -> ::preempt::__private::Dispatched {
                     match self { #(#dispatch_arms)* }
+                }
+                #[inline(always)]
+                fn run_unit(task: usize) -> ::preempt::__private::Dispatched {
+                    match task {
+                        #(#unit_arms)*
+                        _ => ::preempt::__private::Dispatched::Idle,
+                    }
                 }
             }
 
             #allows
             #[doc(hidden)]
-            static #slots: [::preempt::__private::TaskSlots; #n_tasks] = [#(#slot_inits),*];
+            static #table: [::preempt::__private::TaskControl; #n_tasks] = [#(#controls),*];
 
             #allows
             #[doc(hidden)]
             static #exec: ::preempt::__private::Executor<#msg, #capacity> =
-                ::preempt::__private::Executor::new(#priority, &#slots);
+                ::preempt::__private::Executor::new(
+                    #priority, &#table, &[#(#periodic),*], &[#(#hardware),*],
+                    #accounting, #page_faults);
         });
         executor_refs.push(quote!(&#exec));
     }
 
-    // run(), shutdown(), the app descriptor.
+    // The run-time preparation after init: async slots, periods and deadlines, fds.
+    let mut prepare = Vec::new();
+    for (t, task) in app.tasks.iter().enumerate() {
+        let name = task.name();
+        let name_str = name.to_string();
+        let table = tasks_static(task.priority);
+        let k = index_in_level(analysis, app, t);
+        if task.kind == TaskKind::Async {
+            let header = async_static(name);
+            let future = future_fn(name);
+            prepare.push(quote!(#header.allocate(#future);));
+        }
+        if task.period.is_some() || task.deadline.is_some() {
+            let what_p = format!("`period` of task `{name_str}`");
+            let what_d = format!("`deadline` of task `{name_str}`");
+            let period = match &task.period {
+                Some(p) => {
+                    let e = &p.expr;
+                    quote!(::preempt::__private::duration_ns(#what_p, #e)?)
+                }
+                None => quote!(0_u64),
+            };
+            let deadline = match &task.deadline {
+                Some(d) => {
+                    let e = &d.expr;
+                    quote!(::preempt::__private::duration_ns(#what_d, #e)?)
+                }
+                None => quote!(0_u64),
+            };
+            prepare.push(quote! {
+                {
+                    let __preempt_p: u64 = #period;
+                    let __preempt_d: u64 = #deadline;
+                    if __preempt_p > 0 && __preempt_d > __preempt_p {
+                        return ::core::result::Result::Err(::std::format!(
+                            "task `{}`: its deadline ({} ns) is longer than its period ({} ns); \
+                             the runtime and the response-time analysis need deadline <= period",
+                            #name_str, __preempt_d, __preempt_p
+                        ));
+                    }
+                    #table[#k].set_timing(__preempt_p, __preempt_d);
+                }
+            });
+        }
+        if let Some(field) = &task.binds {
+            let Some(f) = app.local.fields.iter().find(|f| f.ident == *field) else {
+                continue; // reported by check
+            };
+            let ty = &f.ty;
+            let st = bound_static(field);
+            let exec = executor_static(task.priority);
+            let field_str = field.to_string();
+            items.push(quote! {
+                const _: () = ::preempt::__private::assert_fd_source::<#ty>();
+            });
+            prepare.push(quote! {
+                #exec.register_fd(
+                    #k,
+                    // SAFETY: `init` wrote the local resources before `prepare` runs, and no
+                    // executor runs yet.
+                    ::preempt::__private::fd_of(unsafe { #st.get() }),
+                ).map_err(|e| ::std::format!(
+                    "cannot watch the fd in `{}` for hardware task `{}` (binds = {}): {}",
+                    #field_str, #name_str, #field_str, e
+                ))?;
+            });
+        }
+    }
+
+    // run(), stats(), rta(), shutdown(), the app descriptor.
     let app_name = mod_ident.to_string();
     let on_panic = match app.args.on_panic {
         OnPanic::Stop => quote!(::preempt::__private::OnPanic::Stop),
@@ -279,6 +673,24 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             quote!((#p, &[#(#cpus),*]))
         })
         .collect();
+    let idle_policies: Vec<TokenStream> = app
+        .args
+        .idle
+        .iter()
+        .map(|b| {
+            let p = b.priority;
+            let policy = match b.policy {
+                IdlePolicy::Sleep => quote!(::preempt::__private::IdlePolicy::Sleep),
+                IdlePolicy::Spin => quote!(::preempt::__private::IdlePolicy::Spin),
+                IdlePolicy::SpinThenSleep(us) => {
+                    let ns = us.saturating_mul(1_000);
+                    quote!(::preempt::__private::IdlePolicy::SpinThenSleep(#ns))
+                }
+            };
+            quote!((#p, #policy))
+        })
+        .collect();
+    let (accounting, summary, mock) = (app.args.accounting, app.args.summary, app.args.mock_clock);
 
     let init_ident = &app.init.item.sig.ident;
     let mut shared_writes = Vec::new();
@@ -298,21 +710,22 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         local_binds.push(quote!(#f: #tmp));
         shared_writes.push(quote!(#st.write(#tmp);));
     }
-    let (idle_entry, idle_arg) = match &app.idle {
-        Some(idle) => {
+    let (idle_entry, idle_arg) = match (&app.idle, &idle_plans) {
+        (Some(idle), Some(plans)) => {
             let ident = &idle.item.sig.ident;
+            let build = build_context(plans, ident);
             (
                 quote! {
                     #allows
                     fn __preempt_idle_entry() {
-                        // SAFETY: `run` calls this once, on the one idle thread.
-                        #ident(unsafe { #ident::Context::__preempt_new() });
+                        #build
+                        #ident(cx);
                     }
                 },
                 quote!(::core::option::Option::Some(__preempt_idle_entry as fn())),
             )
         }
-        None => (quote!(), quote!(::core::option::Option::None)),
+        _ => (quote!(), quote!(::core::option::Option::None)),
     };
 
     items.push(quote! {
@@ -325,6 +738,11 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 stack_size: #stack_size,
                 cores: &[#(#cores),*],
                 executors: &[#(#executor_refs),*],
+                idle: &[#(#idle_policies),*],
+                accounting: #accounting,
+                summary: #summary,
+                mock_clock: #mock,
+                locks: &[#(&#lockstats),*],
             },
         );
 
@@ -340,16 +758,37 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         pub fn run() -> i32 {
             ::preempt::__private::run(
                 &__preempt_APP,
-                &mut || {
-                    // SAFETY: `run` calls this closure once, before any executor exists.
-                    let (Shared { #(#shared_binds),* }, Local { #(#local_binds),* }, _) =
-                        #init_ident(unsafe { #init_ident::Context::__preempt_new() });
-                    // SAFETY: no executor or idle thread runs yet, so nothing reads these
-                    // cells; each is written exactly once, here.
-                    unsafe { #(#shared_writes)* }
+                ::preempt::__private::Entry {
+                    init: &mut || {
+                        // SAFETY: `run` calls this closure once, before any executor exists.
+                        let (Shared { #(#shared_binds),* }, Local { #(#local_binds),* }, _) =
+                            #init_ident(unsafe { #init_ident::Context::__preempt_new() });
+                        // SAFETY: no executor or idle thread runs yet, so nothing reads these
+                        // cells; each is written exactly once, here.
+                        unsafe { #(#shared_writes)* }
+                    },
+                    prepare: &mut || -> ::core::result::Result<(), ::std::string::String> {
+                        #(#prepare)*
+                        ::core::result::Result::Ok(())
+                    },
+                    idle: #idle_arg,
                 },
-                #idle_arg,
             )
+        }
+
+        /// A snapshot of the app's accounting: per task its releases, release latency,
+        /// execution time, deadline misses and page faults; per PCP resource its measured
+        /// critical sections. Callable at any time, from any thread.
+        #allows
+        pub fn stats() -> ::preempt::AppStats {
+            __preempt_APP.stats()
+        }
+
+        /// Response-time analysis of the tasks from their measured execution times and
+        /// critical sections (see `preempt::stats`).
+        #allows
+        pub fn rta() -> ::core::result::Result<::preempt::rta::Report, ::preempt::rta::RtaError> {
+            stats().rta()
         }
 
         /// Stops the application: running tasks finish, no new task starts, and [`run`]
@@ -372,8 +811,8 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
     };
 
     let init_item = &app.init.item;
-    let idle_item = app.idle.as_ref().map(|i| &i.item);
-    let task_items = app.tasks.iter().map(|t| &t.item);
+    let idle_item = app.idle.as_ref().map(|i| allow_mut_context(&i.item));
+    let task_items = app.tasks.iter().map(|t| allow_mut_context(&t.item));
 
     quote! {
         #main
@@ -397,6 +836,16 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
     }
 }
 
+/// `mut cx` is needed by RTIC v2 code (proxies by value) and RTIC v1 code written for
+/// them, but not here (the context holds `&mut` proxies): keep it from warning.
+fn allow_mut_context(item: &syn::ItemFn) -> syn::ItemFn {
+    let mut item = item.clone();
+    if let Some(syn::FnArg::Typed(pt)) = item.sig.inputs.first_mut() {
+        pt.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
+    }
+    item
+}
+
 /// The name a spawn function gives the `j`-th message argument.
 fn arg_name(pat: &Pat, j: usize) -> Ident {
     match pat {
@@ -412,9 +861,13 @@ fn arg_name(pat: &Pat, j: usize) -> Ident {
     }
 }
 
-/// `spawn`, `spawn_after` and `spawn_at` of task `i`.
-fn task_spawn(app: &App, i: usize) -> TokenStream {
-    let task = &app.tasks[i];
+/// The spawn functions of task `i`: `spawn`, `spawn_after`, `spawn_at` for software tasks,
+/// `spawn` for async ones, none for periodic and hardware tasks.
+fn task_spawn(app: &App, _analysis: &Analysis, i: usize) -> Option<TokenStream> {
+    let task: &Task = &app.tasks[i];
+    if matches!(task.kind, TaskKind::Periodic | TaskKind::Hardware) {
+        return None;
+    }
     let name = task.name();
     let msg = msg_enum(task.priority);
     let exec = executor_static(task.priority);
@@ -425,6 +878,47 @@ fn task_spawn(app: &App, i: usize) -> TokenStream {
         .enumerate()
         .map(|(j, (pat, _))| arg_name(pat, j))
         .collect();
+    let params = quote!(#(#args: #tys),*);
+    let name_str = name.to_string();
+    let err_ty = match tys.len() {
+        0 => quote!(()),
+        1 => quote!(#(#tys)*),
+        _ => quote!((#(#tys),*)),
+    };
+    let back = match tys.len() {
+        0 => quote!(()),
+        1 => quote!(#(#args)*),
+        _ => quote!((#(#args),*)),
+    };
+
+    if task.kind == TaskKind::Async {
+        let start = start_variant(name);
+        let header = async_static(name);
+        let doc = format!(
+            "Starts `{name_str}` (an async task: one live instance); `Err` gives the arguments \
+             back while the previous instance runs."
+        );
+        return Some(quote! {
+            #[doc = #doc]
+            #[inline]
+            pub fn spawn(#params) -> ::core::result::Result<(), #err_ty> {
+                if !super::#header.try_claim() {
+                    return ::core::result::Result::Err(#back);
+                }
+                match super::#exec.spawn(super::#msg::#start((#(#args,)*))) {
+                    ::core::result::Result::Ok(()) => ::core::result::Result::Ok(()),
+                    ::core::result::Result::Err(super::#msg::#start((#(#args,)*))) => {
+                        super::#header.unclaim();
+                        ::core::result::Result::Err(#back)
+                    }
+                    ::core::result::Result::Err(_) => {
+                        ::core::unreachable!("an executor gave back another task's message")
+                    }
+                }
+            }
+        });
+    }
+
     let taken = |n: &str| args.iter().any(|a| a == n);
     let instant = if taken("instant") {
         format_ident!("__preempt_instant")
@@ -436,25 +930,17 @@ fn task_spawn(app: &App, i: usize) -> TokenStream {
     } else {
         format_ident!("duration")
     };
-    let (err_ty, build, unbuild) = match tys.len() {
-        0 => (
-            quote!(()),
-            quote!(super::#msg::#name),
-            quote!(super::#msg::#name => ()),
-        ),
+    let (build, unbuild) = match tys.len() {
+        0 => (quote!(super::#msg::#name), quote!(super::#msg::#name => ())),
         1 => (
-            quote!(#(#tys)*),
             quote!(super::#msg::#name(#(#args)*)),
             quote!(super::#msg::#name(#(#args)*) => #(#args)*),
         ),
         _ => (
-            quote!((#(#tys),*)),
             quote!(super::#msg::#name((#(#args),*))),
             quote!(super::#msg::#name((#(#args),*)) => (#(#args),*)),
         ),
     };
-    let params = quote!(#(#args: #tys),*);
-    let name_str = name.to_string();
     let doc_spawn = format!(
         "Spawns `{name_str}` now; `Err` gives the arguments back when its queue is full \
          (`capacity = {}` message(s) may wait).",
@@ -462,7 +948,7 @@ fn task_spawn(app: &App, i: usize) -> TokenStream {
     );
     let doc_after = format!("Spawns `{name_str}` once `{duration}` has elapsed (CLOCK_MONOTONIC).");
     let doc_at = format!("Spawns `{name_str}` at `{instant}` (CLOCK_MONOTONIC).");
-    quote! {
+    Some(quote! {
         #[doc(hidden)]
         #[inline(always)]
         fn __preempt_unbuild(msg: super::#msg) -> #err_ty {
@@ -494,7 +980,7 @@ fn task_spawn(app: &App, i: usize) -> TokenStream {
         {
             super::#exec.spawn_at(#instant.as_nanos(), #build).map_err(__preempt_unbuild)
         }
-    }
+    })
 }
 
 /// The `init` module: `Context`, `LocalResources`, `Monotonics`.
@@ -551,15 +1037,13 @@ fn init_module(app: &App) -> TokenStream {
 }
 
 /// The module of a task or of `idle`: `Context`, `LocalResources`, `SharedResources`,
-/// `LockedResources` and, for tasks, the spawn functions.
-#[allow(clippy::too_many_arguments)]
+/// `LockedResources` and, for spawnable tasks, the spawn functions.
 fn context_module(
     app: &App,
-    analysis: &Analysis,
     name: &Ident,
-    shared: &[SharedAccess],
+    plans: &[SharedPlan],
     locals: &[LocalAccess],
-    priority: u8,
+    binds: Option<&Ident>,
     spawn: Option<TokenStream>,
 ) -> TokenStream {
     let allows = allows();
@@ -580,69 +1064,52 @@ fn context_module(
         local_fields.push(quote!(pub #ident: &'a mut #ty,));
         local_inits.push(quote!(#ident: unsafe { super::#st.get_mut() },));
     }
+    if let Some(field) = binds {
+        if let Some(f) = app.local.fields.iter().find(|f| f.ident == *field) {
+            let ty = &f.ty;
+            let st = bound_static(field);
+            local_fields.push(quote! {
+                /// The fd source this hardware task is bound to (`binds`).
+                pub #field: &'a mut #ty,
+            });
+            local_inits.push(quote!(#field: unsafe { super::#st.get_mut() },));
+        }
+    }
 
     let mut shared_fields = Vec::new();
     let mut shared_inits = Vec::new();
+    let mut params = Vec::new();
     let mut locked_fields = Vec::new();
     let mut locked_binds = Vec::new();
     let mut locked_open: Vec<Ident> = Vec::new();
     let mut locked_values = Vec::new();
-    for access in shared {
-        let ident = &access.ident;
-        let Some(field) = app.shared.fields.iter().find(|f| f.ident == *ident) else {
-            continue; // reported by check
-        };
-        let ty = &field.ty;
-        let info = &analysis.shared[&ident.to_string()];
-        let st = shared_static(ident);
-        let ro = access.read_only;
-        let (field_ty, init, lockable) = match (info.access, field.lock_free.is_some(), ro) {
-            (Access::Exclusive, true, false) => (
-                quote!(&'a mut #ty),
-                quote!(unsafe { super::#st.get_mut() }),
-                false,
-            ),
-            (Access::Exclusive, true, true) | (Access::ReadOnly, _, _) => {
-                (quote!(&'a #ty), quote!(unsafe { super::#st.get() }), false)
-            }
-            (Access::Exclusive, false, false) => (
-                quote!(::preempt::resource::Exclusive<'a, #ty>),
-                quote!(::preempt::resource::Exclusive::new(unsafe { super::#st.get_mut() })),
-                true,
-            ),
-            (Access::Exclusive, false, true) => (
-                quote!(::preempt::resource::ExclusiveRef<'a, #ty>),
-                quote!(::preempt::resource::ExclusiveRef::new(unsafe { super::#st.get() })),
-                true,
-            ),
-            (Access::Pcp { .. }, _, false) => (
-                quote!(::preempt::resource::SharedMut<'a, #ty>),
-                quote!(unsafe { ::preempt::resource::SharedMut::new(&super::#st, #priority) }),
-                true,
-            ),
-            (Access::Pcp { .. }, _, true) => (
-                quote!(::preempt::resource::SharedRef<'a, #ty>),
-                quote!(unsafe { ::preempt::resource::SharedRef::new(&super::#st, #priority) }),
-                true,
-            ),
-            (Access::Unused, ..) => continue, // a used resource is never Unused
-        };
+    for plan in plans {
+        let ident = &plan.ident;
+        let ty = &plan.ty;
+        let field_ty = &plan.field_ty;
         shared_fields.push(quote!(pub #ident: #field_ty,));
-        shared_inits.push(quote!(#ident: #init,));
-        locked_fields.push(if ro {
+        match &plan.kind {
+            SharedKind::Proxy { ty: pty, .. } => {
+                params.push(quote!(#ident: &'a mut #pty));
+                shared_inits.push(quote!(#ident,));
+                locked_open.push(ident.clone());
+                locked_values.push(quote!(#ident,));
+            }
+            SharedKind::Plain(init) => {
+                shared_inits.push(quote!(#ident: #init,));
+                if plan.read_only {
+                    locked_values.push(quote!(#ident: *#ident,));
+                } else {
+                    locked_values.push(quote!(#ident: &mut **#ident,));
+                }
+            }
+        }
+        locked_fields.push(if plan.read_only {
             quote!(pub #ident: &'b #ty,)
         } else {
             quote!(pub #ident: &'b mut #ty,)
         });
         locked_binds.push(quote!(#ident,));
-        if lockable {
-            locked_open.push(ident.clone());
-            locked_values.push(quote!(#ident,));
-        } else if ro {
-            locked_values.push(quote!(#ident: *#ident,));
-        } else {
-            locked_values.push(quote!(#ident: &mut **#ident,));
-        }
     }
     let mut body = quote! {
         f(LockedResources {
@@ -708,7 +1175,7 @@ fn context_module(
             impl<'a> Context<'a> {
                 #[doc(hidden)]
                 #[inline(always)]
-                pub unsafe fn __preempt_new() -> Self {
+                pub unsafe fn __preempt_new(#(#params),*) -> Self {
                     Context {
                         local: LocalResources {
                             #(#local_inits)*

@@ -46,6 +46,63 @@ pub(crate) struct AppArgs {
     pub(crate) main: bool,
     /// `stack_size = BYTES` of every executor thread.
     pub(crate) stack_size: usize,
+    /// `idle_policy = [p1 = sleep, p2 = spin, p3 = spin_then_sleep(50)]`.
+    pub(crate) idle: Vec<IdleBinding>,
+    /// `accounting = false` turns the per-job statistics off.
+    pub(crate) accounting: bool,
+    /// `page_faults = false` turns the per-busy-period `getrusage` off.
+    pub(crate) page_faults: bool,
+    /// `summary = true` prints statistics and the analysis at exit.
+    pub(crate) summary: bool,
+    /// `clock = mock` runs the app in the simulator.
+    pub(crate) mock_clock: bool,
+}
+
+/// What a level does when idle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdlePolicy {
+    Sleep,
+    Spin,
+    /// Microseconds.
+    SpinThenSleep(u64),
+}
+
+/// One `pN = policy` entry of `idle_policy = [..]`.
+#[derive(Debug)]
+pub(crate) struct IdleBinding {
+    pub(crate) priority: u8,
+    pub(crate) policy: IdlePolicy,
+    pub(crate) span: Span,
+}
+
+/// `on_miss = ..` of a periodic task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnMiss {
+    Burst,
+    Skip,
+    Delay,
+    Fault,
+}
+
+/// How a task is released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskKind {
+    /// `fn`, released by spawns.
+    Software,
+    /// `async fn`, released by `spawn`, one live instance.
+    Async,
+    /// `period = ..`, released by the runtime.
+    Periodic,
+    /// `binds = field`, released by its fd.
+    Hardware,
+}
+
+/// A duration attribute: the expression, and its value in ns if it is a literal form.
+#[derive(Debug)]
+pub(crate) struct DurationArg {
+    pub(crate) expr: Expr,
+    pub(crate) const_ns: Option<u64>,
+    pub(crate) span: Span,
 }
 
 /// One `pN = cpus` entry of `cores = [..]`.
@@ -117,16 +174,26 @@ pub(crate) struct Idle {
     pub(crate) local: Vec<LocalAccess>,
 }
 
-/// A `#[task]`: a software task that runs to completion on its priority's executor.
+/// A `#[task]`: runs to completion (or, if `async`, until its future ends) on its
+/// priority's executor.
 #[derive(Debug)]
 pub(crate) struct Task {
     pub(crate) item: ItemFn,
+    pub(crate) kind: TaskKind,
     pub(crate) priority: u8,
     pub(crate) capacity: u16,
     pub(crate) shared: Vec<SharedAccess>,
     pub(crate) local: Vec<LocalAccess>,
     /// The message arguments (every input after the context).
     pub(crate) inputs: Vec<(Box<Pat>, Box<Type>)>,
+    /// `period = ..` (periodic tasks).
+    pub(crate) period: Option<DurationArg>,
+    /// `deadline = ..`.
+    pub(crate) deadline: Option<DurationArg>,
+    /// `on_miss = ..` (periodic tasks; default `Burst`).
+    pub(crate) on_miss: OnMiss,
+    /// `binds = field` (hardware tasks).
+    pub(crate) binds: Option<Ident>,
 }
 
 impl Task {
@@ -305,6 +372,11 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
         on_panic: OnPanic::Stop,
         main: true,
         stack_size: DEFAULT_STACK_SIZE,
+        idle: Vec::new(),
+        accounting: true,
+        page_faults: true,
+        summary: false,
+        mock_clock: false,
     };
     let mut seen: Vec<String> = Vec::new();
     while !input.is_empty() {
@@ -335,6 +407,24 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
                 let value: syn::LitBool = input.parse()?;
                 args.main = value.value;
             }
+            "accounting" => args.accounting = input.parse::<syn::LitBool>()?.value,
+            "page_faults" => args.page_faults = input.parse::<syn::LitBool>()?.value,
+            "summary" => args.summary = input.parse::<syn::LitBool>()?.value,
+            "idle_policy" => args.idle = idle_bindings(input)?,
+            "clock" => {
+                let value: Ident = input.parse()?;
+                args.mock_clock = match value.to_string().as_str() {
+                    "monotonic" => false,
+                    "mock" => true,
+                    _ => {
+                        return Err(syn::Error::new(
+                            value.span(),
+                            "expected `clock = monotonic` (the default) or `clock = mock` (the \
+                             deterministic simulator, for tests)",
+                        ));
+                    }
+                };
+            }
             "stack_size" => {
                 let value: LitInt = input.parse()?;
                 let bytes: usize = value.base10_parse()?;
@@ -361,8 +451,9 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
                 return Err(syn::Error::new(
                     key.span(),
                     format!(
-                        "unknown app argument `{name}`; expected `cores`, `on_panic`, `main` \
-                         or `stack_size`"
+                        "unknown app argument `{name}`; expected `cores`, `on_panic`, `main`, \
+                         `stack_size`, `idle_policy`, `accounting`, `page_faults`, `summary` \
+                         or `clock`"
                     ),
                 ));
             }
@@ -383,19 +474,15 @@ fn core_bindings(input: ParseStream<'_>) -> syn::Result<Vec<CoreBinding>> {
     while !content.is_empty() {
         let key: Ident = content.parse()?;
         let text = key.to_string();
-        let priority = text
-            .strip_prefix('p')
-            .and_then(|n| n.parse::<u8>().ok())
-            .filter(|p| (1..=MAX_PRIORITY).contains(p))
-            .ok_or_else(|| {
-                syn::Error::new(
-                    key.span(),
-                    format!(
-                        "expected a priority level `p1` ..= `p{MAX_PRIORITY}` (e.g. \
-                         `cores = [p1 = 0, p2 = [0, 1]]`), found `{text}`"
-                    ),
-                )
-            })?;
+        let priority = level_key(&key).map_err(|_| {
+            syn::Error::new(
+                key.span(),
+                format!(
+                    "expected a priority level `p1` ..= `p{MAX_PRIORITY}` (e.g. \
+                     `cores = [p1 = 0, p2 = [0, 1]]`), found `{text}`"
+                ),
+            )
+        })?;
         if out.iter().any(|b| b.priority == priority) {
             return Err(syn::Error::new(
                 key.span(),
@@ -432,6 +519,122 @@ fn core_bindings(input: ParseStream<'_>) -> syn::Result<Vec<CoreBinding>> {
         content.parse::<Token![,]>()?;
     }
     Ok(out)
+}
+
+/// `[p1 = sleep, p2 = spin, p3 = spin_then_sleep(50)]`
+fn idle_bindings(input: ParseStream<'_>) -> syn::Result<Vec<IdleBinding>> {
+    let content;
+    bracketed!(content in input);
+    let mut out: Vec<IdleBinding> = Vec::new();
+    while !content.is_empty() {
+        let key: Ident = content.parse()?;
+        let priority = level_key(&key)?;
+        if out.iter().any(|b| b.priority == priority) {
+            return Err(syn::Error::new(
+                key.span(),
+                format!("idle policy of p{priority} given twice"),
+            ));
+        }
+        content.parse::<Token![=]>()?;
+        let policy: Ident = content.parse()?;
+        let policy = match policy.to_string().as_str() {
+            "sleep" => IdlePolicy::Sleep,
+            "spin" => IdlePolicy::Spin,
+            "spin_then_sleep" => {
+                let arg;
+                syn::parenthesized!(arg in content);
+                let lit: LitInt = arg.parse()?;
+                let us: u64 = lit.base10_parse()?;
+                if us == 0 {
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "spin_then_sleep(0) never spins: write `sleep`",
+                    ));
+                }
+                IdlePolicy::SpinThenSleep(us)
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    policy.span(),
+                    "expected an idle policy: `sleep`, `spin` or `spin_then_sleep(µs)`",
+                ));
+            }
+        };
+        out.push(IdleBinding {
+            priority,
+            policy,
+            span: key.span(),
+        });
+        if content.is_empty() {
+            break;
+        }
+        content.parse::<Token![,]>()?;
+    }
+    Ok(out)
+}
+
+/// `pN` -> N.
+fn level_key(key: &Ident) -> syn::Result<u8> {
+    key.to_string()
+        .strip_prefix('p')
+        .and_then(|n| n.parse::<u8>().ok())
+        .filter(|p| (1..=MAX_PRIORITY).contains(p))
+        .ok_or_else(|| {
+            syn::Error::new(
+                key.span(),
+                format!("expected a priority level `p1` ..= `p{MAX_PRIORITY}`"),
+            )
+        })
+}
+
+/// A duration attribute: any expression; `N.unit()` literals are also evaluated here so
+/// that zero and deadline > period are compile errors.
+fn duration_arg(input: ParseStream<'_>) -> syn::Result<DurationArg> {
+    let expr: Expr = input.parse()?;
+    let span = expr.span();
+    let const_ns = literal_ns(&expr)?;
+    Ok(DurationArg {
+        expr,
+        const_ns,
+        span,
+    })
+}
+
+/// `5.millis()` -> 5_000_000.
+fn literal_ns(expr: &Expr) -> syn::Result<Option<u64>> {
+    let Expr::MethodCall(call) = expr else {
+        return Ok(None);
+    };
+    let Expr::Lit(syn::ExprLit {
+        lit: syn::Lit::Int(lit),
+        ..
+    }) = &*call.receiver
+    else {
+        return Ok(None);
+    };
+    if !call.args.is_empty() {
+        return Ok(None);
+    }
+    let value: u64 = lit.base10_parse()?;
+    let unit: u64 = match call.method.to_string().as_str() {
+        "nanos" => 1,
+        "micros" => 1_000,
+        "millis" => 1_000_000,
+        "secs" | "seconds" => 1_000_000_000,
+        _ => {
+            return Err(syn::Error::new(
+                call.method.span(),
+                "unknown duration unit: use `nanos`, `micros`, `millis`, `secs` or `seconds` \
+                 (preempt::time::DurationExt), or any `Duration` expression",
+            ));
+        }
+    };
+    value.checked_mul(unit).map(Some).ok_or_else(|| {
+        syn::Error::new(
+            lit.span(),
+            "duration too long: it overflows u64 nanoseconds",
+        )
+    })
 }
 
 fn resource_struct(mut st: ItemStruct, shared: bool) -> syn::Result<ResourceStruct> {
@@ -497,6 +700,10 @@ struct ItemArgs {
     capacity: Option<(u16, Span)>,
     shared: Option<(Vec<SharedAccess>, Span)>,
     local: Option<(Vec<LocalAccess>, Span)>,
+    period: Option<DurationArg>,
+    deadline: Option<DurationArg>,
+    on_miss: Option<(OnMiss, Span)>,
+    binds: Option<Ident>,
 }
 
 fn item_args(attr: &Attribute, what: &str) -> syn::Result<ItemArgs> {
@@ -572,15 +779,56 @@ fn item_args(attr: &Attribute, what: &str) -> syn::Result<ItemArgs> {
                     out.local = Some((local_list(input)?, key.span()));
                 }
                 "binds" if what == "task" => {
-                    return Err(syn::Error::new(
-                        key.span(),
-                        "hardware tasks on fds are not implemented yet: `binds` would bind this \
-                         task to an interrupt; spawn it from a thread that waits on the fd instead",
-                    ));
+                    if out.binds.is_some() {
+                        return Err(duplicate());
+                    }
+                    let field: Ident = input.parse().map_err(|e| {
+                        syn::Error::new(
+                            e.span(),
+                            "`binds` names a field of the #[local] struct that holds an fd \
+                             source: `binds = my_timer`",
+                        )
+                    })?;
+                    out.binds = Some(field);
+                }
+                "period" if what == "task" => {
+                    if out.period.is_some() {
+                        return Err(duplicate());
+                    }
+                    out.period = Some(duration_arg(input)?);
+                }
+                "deadline" if what == "task" => {
+                    if out.deadline.is_some() {
+                        return Err(duplicate());
+                    }
+                    out.deadline = Some(duration_arg(input)?);
+                }
+                "on_miss" if what == "task" => {
+                    if out.on_miss.is_some() {
+                        return Err(duplicate());
+                    }
+                    let value: Ident = input.parse()?;
+                    let policy = match value.to_string().as_str() {
+                        "Burst" => OnMiss::Burst,
+                        "Skip" => OnMiss::Skip,
+                        "Delay" => OnMiss::Delay,
+                        "Fault" => OnMiss::Fault,
+                        _ => {
+                            return Err(syn::Error::new(
+                                value.span(),
+                                "expected an overrun policy: `Burst` (the default), `Skip`, \
+                                 `Delay` or `Fault`",
+                            ));
+                        }
+                    };
+                    out.on_miss = Some((policy, value.span()));
                 }
                 _ => {
                     let expected = match what {
-                        "task" => "`priority`, `capacity`, `shared` or `local`",
+                        "task" => {
+                            "`priority`, `capacity`, `shared`, `local`, `period`, `deadline`, \
+                             `on_miss` or `binds`"
+                        }
                         "idle" => "`shared` or `local`",
                         _ => "`local`",
                     };
@@ -668,10 +916,11 @@ fn local_list(input: ParseStream<'_>) -> syn::Result<Vec<LocalAccess>> {
     Ok(out)
 }
 
-/// Checks the parts of a signature that no special function may have.
+/// Checks the parts of a signature that no special function may have (`async` is checked
+/// by the caller: tasks may be async).
 fn plain_signature(f: &ItemFn, what: &str) -> syn::Result<()> {
     let sig = &f.sig;
-    if let Some(token) = &sig.asyncness {
+    if let (Some(token), false) = (&sig.asyncness, what == "task") {
         return Err(syn::Error::new(
             token.span(),
             format!("#[{what}] functions are synchronous and run to completion: remove `async`"),
@@ -848,13 +1097,104 @@ fn task_fn(item: ItemFn, attr: Attribute) -> syn::Result<Task> {
         }
     }
     let args = item_args(&attr, "task")?;
+    let asyncness = item.sig.asyncness;
+    let kind = match (&args.binds, &args.period, asyncness) {
+        (Some(field), Some(period), _) => {
+            let mut err = syn::Error::new(
+                period.span,
+                "a task is either periodic (`period`) or bound to an fd (`binds`), not both",
+            );
+            err.combine(syn::Error::new(field.span(), "bound here"));
+            return Err(err);
+        }
+        (Some(field), None, Some(token)) => {
+            let mut err = syn::Error::new(
+                token.span(),
+                "hardware tasks (`binds`) run to completion whenever their fd is readable: \
+                 remove `async` (spawn an async task from it if it must wait)",
+            );
+            err.combine(syn::Error::new(field.span(), "bound here"));
+            return Err(err);
+        }
+        (None, Some(period), Some(token)) => {
+            let mut err = syn::Error::new(
+                token.span(),
+                "periodic tasks run to completion once per period: remove `async`, or write an \
+                 async task that loops on `Mono::delay_until(next).await`",
+            );
+            err.combine(syn::Error::new(period.span, "period given here"));
+            return Err(err);
+        }
+        (Some(_), None, None) => TaskKind::Hardware,
+        (None, Some(_), None) => TaskKind::Periodic,
+        (None, None, Some(_)) => TaskKind::Async,
+        (None, None, None) => TaskKind::Software,
+    };
+    let released_by_runtime = match kind {
+        TaskKind::Periodic => Some("periodic tasks are released by the runtime"),
+        TaskKind::Hardware => Some("hardware tasks are released by their fd"),
+        TaskKind::Software | TaskKind::Async => None,
+    };
+    if let (Some(why), Some((_, first))) = (released_by_runtime, inputs.first()) {
+        return Err(syn::Error::new(
+            first.span(),
+            format!("{why}: they take only their context, no message arguments"),
+        ));
+    }
+    if let Some((_, span)) = args.capacity {
+        let why = match kind {
+            TaskKind::Software => None,
+            TaskKind::Async => Some(
+                "an async task has one live instance (`spawn` returns `Err` while it runs): \
+                 it has no `capacity`",
+            ),
+            TaskKind::Periodic | TaskKind::Hardware => {
+                Some("periodic and hardware tasks have no message queue: remove `capacity`")
+            }
+        };
+        if let Some(why) = why {
+            return Err(syn::Error::new(span, why));
+        }
+    }
+    if let (Some((_, span)), false) = (args.on_miss, kind == TaskKind::Periodic) {
+        return Err(syn::Error::new(
+            span,
+            "`on_miss` is the overrun policy of a periodic task: add `period = ..` or remove it",
+        ));
+    }
+    for d in [&args.period, &args.deadline].into_iter().flatten() {
+        if d.const_ns == Some(0) {
+            return Err(syn::Error::new(
+                d.span,
+                "a duration of zero: give a positive duration",
+            ));
+        }
+    }
+    if let (Some(p), Some(d)) = (&args.period, &args.deadline) {
+        if let (Some(pn), Some(dn)) = (p.const_ns, d.const_ns) {
+            if dn > pn {
+                return Err(syn::Error::new(
+                    d.span,
+                    format!(
+                        "deadline ({dn} ns) longer than the period ({pn} ns): the runtime and \
+                         the response-time analysis need deadline <= period"
+                    ),
+                ));
+            }
+        }
+    }
     Ok(Task {
         item,
+        kind,
         priority: args.priority.map_or(1, |(p, _)| p),
         capacity: args.capacity.map_or(1, |(c, _)| c),
         shared: args.shared.map(|(s, _)| s).unwrap_or_default(),
         local: args.local.map(|(l, _)| l).unwrap_or_default(),
         inputs,
+        period: args.period,
+        deadline: args.deadline,
+        on_miss: args.on_miss.map_or(OnMiss::Burst, |(m, _)| m),
+        binds: args.binds,
     })
 }
 

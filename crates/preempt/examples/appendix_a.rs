@@ -3,9 +3,10 @@
 //! prints the message argument and the shared value.
 //!
 //! Changes to the listing: the crate path; the Cortex-M arguments `device` and `dispatchers`
-//! are gone (executors are threads); `1.seconds()` is `Duration::from_secs(1)` (the period can
-//! be shortened with `PREEMPT_EXAMPLE_PERIOD_MS` for the tests); the app stops after
-//! `ROUNDS` periods instead of running forever.
+//! are gone (executors are threads); the period `1.seconds()` comes from `period()` so the
+//! tests can shorten it with `PREEMPT_EXAMPLE_PERIOD_MS`; the app stops after `ROUNDS`
+//! periods instead of running forever. (`tests/thesis_listings.rs` compiles the listing
+//! verbatim.)
 //!
 //! ```sh
 //! cargo run -p preempt --example appendix_a
@@ -32,7 +33,7 @@ mod app {
     }
 
     #[task(priority = 10, shared = [counter], local = [counter: u32 = 0])]
-    fn foo(mut cx: foo::Context) {
+    fn foo(cx: foo::Context) {
         println!("counter: {}", *cx.local.counter);
         // Access to local resource is lock-free
         *cx.local.counter += 1;
@@ -53,7 +54,7 @@ mod app {
     }
 
     #[task(priority = 15, shared = [counter])]
-    fn bar(mut cx: bar::Context, counter: u32) {
+    fn bar(cx: bar::Context, counter: u32) {
         // Print value passed as an argument
         println!("counter arg: {}", counter);
 

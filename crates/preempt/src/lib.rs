@@ -60,11 +60,28 @@
 //!   resources (`y: T = expr` declares one right here, initialised by a constant expression).
 //!   Generated: `t::spawn(args) -> Result<(), args>`, `t::spawn_after(Duration, args)`,
 //!   `t::spawn_at(Instant, args)`. A full queue gives the arguments back in `Err`.
+//! * `#[task(priority = N, ..)] async fn t(cx: t::Context, args..)`: an **async** software
+//!   task with RTIC v2 semantics: one live instance, `t::spawn(args)` returns `Err(args)`
+//!   while it runs; it awaits [`Mono`] delays, rtic-sync channels, anything (see
+//!   [`async_task`]).
+//! * `#[task(priority = N, period = 1.millis(), deadline = 800.micros(), on_miss = Skip)]
+//!   fn t(cx: t::Context)`: a **periodic** task, released by the runtime on a drift-free
+//!   grid; `deadline` defaults to the period; `on_miss` is `Burst` (default), `Skip`,
+//!   `Delay` or `Fault` (see [`periodic`]). Durations are `N.nanos()`, `N.micros()`,
+//!   `N.millis()`, `N.secs()` ([`time::DurationExt`]) or any `Duration` expression.
+//! * `#[task(binds = field, priority = N)] fn t(cx: t::Context)`: a **hardware** task, run
+//!   whenever the file descriptor held by the `#[local]` field `field` (a
+//!   `preempt_io::fd::FdSource`: timerfd, eventfd, socket, serial port, GPIO line) is
+//!   readable; the task owns the field (`cx.local.field`) and reads the event, which
+//!   acknowledges it.
+//! * `deadline = ..` on any task: a relative deadline from each release (spawn time,
+//!   scheduled time, fd readiness), counted in its statistics.
 //! * Anything else (functions, `use`, constants, types) is kept as it is.
 //!
 //! Inside the module, `preempt::prelude::*` is in scope: [`Instant`], [`Duration`],
-//! [`exit`] and the [`Lock`](resource::Lock) / [`MultiLock2`](resource::MultiLock2) (..8) traits.
-//! (An explicit `use` in the module takes precedence over it.)
+//! [`Mono`], [`exit`], `DurationExt` and the [`Lock`](resource::Lock) /
+//! [`MultiLock2`](resource::MultiLock2) (..8) traits. (An explicit `use` in the module
+//! takes precedence over it.)
 //!
 //! # Resources and locks
 //!
@@ -77,7 +94,8 @@
 //! # App arguments
 //!
 //! `#[preempt::app(cores = [p1 = 0, p2 = [0, 1]], on_panic = continue, stack_size = 262144,
-//! main = false)]`
+//! main = false, idle_policy = [p2 = spin], accounting = true, page_faults = true,
+//! summary = true, clock = mock)]`
 //!
 //! * `cores`: CPU affinity per priority level (`pN` = the executor of priority N): one CPU or
 //!   a list. Unbound levels may run on any CPU.
@@ -86,6 +104,12 @@
 //!   the executor goes on with later messages. Locks held by the task are released either way.
 //! * `stack_size`: bytes of stack per executor thread (default 1 MiB), prefaulted at start.
 //! * `main = false`: no `fn main` is generated; call `app::run()` (returns the exit code).
+//! * `idle_policy = [pN = sleep | spin | spin_then_sleep(µs)]`: what a level does with
+//!   nothing to run ([`IdlePolicy`]; default `sleep`).
+//! * `accounting = false`: no per-job statistics (default on: see [`stats`]);
+//!   `page_faults = false`: no `getrusage` per busy period.
+//! * `summary = true`: print the task statistics and the response-time analysis at exit.
+//! * `clock = mock`: run in the deterministic simulator on virtual time ([`sim`]).
 //!
 //! # Running
 //!
@@ -96,38 +120,92 @@
 //! `PREEMPT_SOFT=1` runs everything under SCHED_OTHER without memory locking instead, with a
 //! loud warning (laptops, unprivileged CI).
 //!
-//! An app runs until a task (or any thread) calls [`exit`]`(code)` or `app::shutdown()`.
+//! An app runs until a task (or any thread) calls [`exit`]`(code)` or `app::shutdown()`,
+//! or a task with `on_miss = Fault` misses a deadline (exit code 3). `app::stats()` returns
+//! the accounting snapshot at any time, `app::rta()` the response-time analysis;
+//! `PREEMPT_STATS_JSON=<path>` writes the snapshot as JSON at exit.
 //!
-//! See the [`executor`] module for the queue path of a spawn and [`resource`] for the lock
-//! path.
+//! See the [`executor`] module for how a spawn, a release and an fd event reach a task, and
+//! [`resource`] for the lock path.
+//!
+//! # Features
+//!
+//! * `critical-section-impl` (default): provides the `critical-section` implementation
+//!   (a priority-inheritance futex, see [`critical_section`](mod@crate::critical_section)) that
+//!   rtic-sync and other `critical-section` users need.
 
+#[cfg(not(loom))]
+pub mod async_task;
+pub mod bridge;
+#[cfg(all(not(loom), feature = "critical-section-impl"))]
+pub mod critical_section;
+#[cfg(not(loom))]
 pub mod executor;
+mod loom;
+#[cfg(not(loom))]
+pub mod mono;
+#[cfg(not(loom))]
+pub mod periodic;
+#[cfg(not(loom))]
 mod readiness;
+#[cfg(not(loom))]
 pub mod resource;
+#[cfg(not(loom))]
 pub mod runtime;
+#[cfg(not(loom))]
+pub mod sim;
+#[cfg(not(loom))]
+pub mod stats;
+#[cfg(not(loom))]
+pub mod task;
+#[cfg(not(loom))]
 pub mod time;
 
+#[cfg(not(loom))]
+pub use executor::IdlePolicy;
+#[cfg(not(loom))]
+pub use mono::Mono;
+#[cfg(not(loom))]
+pub use periodic::OnMiss;
+/// Event sources for hardware tasks (`binds = ..`): timerfd, eventfd, UDP and UNIX
+/// sockets, serial ports, GPIO lines (re-exported from `preempt_io::fd`).
+#[cfg(not(loom))]
+pub use preempt_io::fd;
+#[cfg(not(loom))]
 pub use preempt_macros::app;
+#[cfg(not(loom))]
+pub use preempt_stats::{rta, task_stats};
+#[cfg(not(loom))]
 pub use readiness::SOFT_ENV;
-pub use runtime::{OnPanic, exit};
+#[cfg(not(loom))]
+pub use runtime::{EXIT_DEADLINE_FAULT, OnPanic, STATS_JSON_ENV, exit};
+#[cfg(not(loom))]
+pub use stats::AppStats;
 pub use std::time::Duration;
+#[cfg(not(loom))]
 pub use time::Instant;
 
 /// What every app module sees (`use preempt::prelude::*` is injected by the macro).
+#[cfg(not(loom))]
 pub mod prelude {
     pub use crate::resource::{
         Lock as _, MultiLock2 as _, MultiLock3 as _, MultiLock4 as _, MultiLock5 as _,
         MultiLock6 as _, MultiLock7 as _, MultiLock8 as _,
     };
-    pub use crate::{Duration, Instant, exit};
+    pub use crate::time::DurationExt as _;
+    pub use crate::{Duration, Instant, Mono, exit};
 }
 
 /// Items the generated code uses. Not a stable API.
 #[doc(hidden)]
+#[cfg(not(loom))]
 pub mod __private {
-    pub use crate::executor::{Executable, Executor, Message, TaskSlots};
-    pub use crate::resource::{PcpCell, StaticCell};
-    pub use crate::runtime::{App, AppConfig, OnPanic, run, shutdown};
+    pub use crate::async_task::AsyncTask;
+    pub use crate::executor::{Dispatched, Executable, Executor, IdlePolicy, Message, MsgKind};
+    pub use crate::periodic::OnMiss;
+    pub use crate::resource::{LockStats, PcpCell, StaticCell};
+    pub use crate::runtime::{App, AppConfig, Entry, OnPanic, run, shutdown};
+    pub use crate::task::{TaskControl, TaskKind};
     pub use preempt_sync::pcp::PcpGroup;
 
     /// Compile-time check that a message argument can move to the executor thread.
@@ -135,4 +213,21 @@ pub mod __private {
 
     /// Compile-time check that a read-only resource may be read from several threads.
     pub const fn assert_sync<T: Sync>() {}
+
+    /// Compile-time check that a `binds = ..` field holds an fd event source.
+    pub const fn assert_fd_source<T: preempt_io::fd::FdSource>() {}
+
+    /// The descriptor of a `binds = ..` field.
+    pub fn fd_of<T: preempt_io::fd::FdSource>(source: &T) -> std::os::fd::BorrowedFd<'_> {
+        source.as_fd()
+    }
+
+    /// A duration attribute (`period`, `deadline`) in ns, from the expression's value.
+    pub fn duration_ns(what: &str, d: core::time::Duration) -> Result<u64, String> {
+        match u64::try_from(d.as_nanos()) {
+            Ok(0) => Err(format!("{what} is zero: give a positive duration")),
+            Ok(ns) => Ok(ns),
+            Err(_) => Err(format!("{what} {d:?} is too long (over 584 years)")),
+        }
+    }
 }

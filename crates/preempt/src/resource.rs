@@ -30,12 +30,109 @@
 //! (&mut cx.shared.a, &mut cx.shared.b).lock(|a, b| *a += *b);
 //! cx.shared.lock_all(|s| *s.a += *s.b);
 //! ```
+//!
+//! A task's context holds `&mut` references to proxies that the dispatcher builds for each
+//! job (`cx.shared.a: &mut SharedMut<T>`), so `cx.shared.a.lock(..)` works through an
+//! immutable `cx` (RTIC v1's `fn foo(cx: foo::Context)`), and `mut cx` still compiles.
+//!
+//! # Measured critical sections
+//!
+//! With accounting on, every PCP lock measures how long the task holds the resource (two
+//! clock reads inside the lock) and how often one job locks it, into a [`LockStats`] per
+//! (task, resource). Response-time analysis takes its blocking terms from these: under PCP
+//! a task is blocked at most once, by the longest critical section of a lower-priority task
+//! on a resource whose ceiling reaches its priority.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use preempt_sync::pcp::{PcpGroup, PcpMutex};
+
+use crate::sim;
+use crate::time::driver;
+
+/// The measured critical sections of one task on one PCP-locked resource.
+#[doc(hidden)]
+pub struct LockStats {
+    /// The resource.
+    pub resource: &'static str,
+    /// The task (or `idle`).
+    pub task: &'static str,
+    /// The task's priority (0 for `idle`).
+    pub priority: u8,
+    /// The resource's ceiling.
+    pub ceiling: u8,
+    longest_ns: AtomicU64,
+    max_per_job: AtomicU32,
+    locks: AtomicU64,
+}
+
+impl LockStats {
+    /// An empty record.
+    pub const fn new(
+        resource: &'static str,
+        task: &'static str,
+        priority: u8,
+        ceiling: u8,
+    ) -> Self {
+        LockStats {
+            resource,
+            task,
+            priority,
+            ceiling,
+            longest_ns: AtomicU64::new(0),
+            max_per_job: AtomicU32::new(0),
+            locks: AtomicU64::new(0),
+        }
+    }
+
+    /// The longest time the task held the resource, ns.
+    pub fn longest_ns(&self) -> u64 {
+        self.longest_ns.load(Ordering::Relaxed)
+    }
+
+    /// The most locks of the resource in one job.
+    pub fn max_per_job(&self) -> u32 {
+        self.max_per_job.load(Ordering::Relaxed)
+    }
+
+    /// Locks so far.
+    pub fn locks(&self) -> u64 {
+        self.locks.load(Ordering::Relaxed)
+    }
+
+    /// Records one critical section (single writer: the task's executor thread).
+    #[inline]
+    fn record(&self, held_ns: u64, in_this_job: u32) {
+        self.locks
+            .store(self.locks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        if held_ns > self.longest_ns.load(Ordering::Relaxed) {
+            self.longest_ns.store(held_ns, Ordering::Relaxed);
+        }
+        if in_this_job > self.max_per_job.load(Ordering::Relaxed) {
+            self.max_per_job.store(in_this_job, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs `f` under a lock already taken, timing it into `stats` if there are any.
+#[inline(always)]
+fn timed<R>(stats: Option<&'static LockStats>, count: &Cell<u32>, f: impl FnOnce() -> R) -> R {
+    match stats {
+        None => f(),
+        Some(stats) => {
+            let start = driver::now_ns();
+            let r = f();
+            let held = driver::now_ns().saturating_sub(start);
+            let n = count.get() + 1;
+            count.set(n);
+            stats.record(held, n);
+            r
+        }
+    }
+}
 
 /// Something that can be locked to reach a value: the common interface of the proxies.
 ///
@@ -174,21 +271,30 @@ impl<T: 'static> Lock for ExclusiveRef<'_, T> {
 pub struct SharedMut<'a, T: 'static> {
     cell: &'static PcpCell<T>,
     priority: u8,
+    stats: Option<&'static LockStats>,
+    /// Locks taken through this proxy, i.e. in this job.
+    count: Cell<u32>,
     _task: PhantomData<&'a mut T>,
 }
 
 impl<T: Send + 'static> SharedMut<'_, T> {
-    /// The proxy of a task at `priority`.
+    /// The proxy of a task at `priority` for one job, measuring into `stats` if given.
     ///
     /// # Safety
     /// `cell` has been initialised ([`PcpCell::write`]), `priority` is the static priority of
     /// the executor thread that will call `lock`, and at most one proxy per task exists.
     #[doc(hidden)]
     #[inline(always)]
-    pub unsafe fn new(cell: &'static PcpCell<T>, priority: u8) -> Self {
+    pub unsafe fn new(
+        cell: &'static PcpCell<T>,
+        priority: u8,
+        stats: Option<&'static LockStats>,
+    ) -> Self {
         SharedMut {
             cell,
             priority,
+            stats,
+            count: Cell::new(0),
             _task: PhantomData,
         }
     }
@@ -197,8 +303,12 @@ impl<T: Send + 'static> SharedMut<'_, T> {
     /// atomic operations and no system call.
     #[inline]
     pub fn lock<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
+        let (stats, count) = (self.stats, &self.count);
         // SAFETY: `new`'s contract says the cell is initialised.
-        unsafe { self.cell.lock(self.priority, f) }
+        unsafe {
+            self.cell
+                .lock(self.priority, |v| timed(stats, count, || f(v)))
+        }
     }
 }
 
@@ -215,20 +325,28 @@ impl<T: Send + 'static> Lock for SharedMut<'_, T> {
 pub struct SharedRef<'a, T: 'static> {
     cell: &'static PcpCell<T>,
     priority: u8,
+    stats: Option<&'static LockStats>,
+    count: Cell<u32>,
     _task: PhantomData<&'a T>,
 }
 
 impl<T: Send + 'static> SharedRef<'_, T> {
-    /// The proxy of a task at `priority`.
+    /// The proxy of a task at `priority` for one job.
     ///
     /// # Safety
     /// As for [`SharedMut::new`].
     #[doc(hidden)]
     #[inline(always)]
-    pub unsafe fn new(cell: &'static PcpCell<T>, priority: u8) -> Self {
+    pub unsafe fn new(
+        cell: &'static PcpCell<T>,
+        priority: u8,
+        stats: Option<&'static LockStats>,
+    ) -> Self {
         SharedRef {
             cell,
             priority,
+            stats,
+            count: Cell::new(0),
             _task: PhantomData,
         }
     }
@@ -236,8 +354,12 @@ impl<T: Send + 'static> SharedRef<'_, T> {
     /// Locks the resource and runs `f` with a shared reference.
     #[inline]
     pub fn lock<R>(&mut self, f: impl FnOnce(&T) -> R) -> R {
+        let (stats, count) = (self.stats, &self.count);
         // SAFETY: `new`'s contract says the cell is initialised.
-        unsafe { self.cell.lock(self.priority, |v| f(v)) }
+        unsafe {
+            self.cell
+                .lock(self.priority, |v| timed(stats, count, || f(v)))
+        }
     }
 }
 
@@ -344,6 +466,8 @@ impl<T: Send> PcpCell<T> {
     /// The cell is initialised.
     #[inline]
     pub unsafe fn lock<R>(&'static self, priority: u8, f: impl FnOnce(&mut T) -> R) -> R {
+        // The simulator runs every level on one thread: no preemption while a lock is held.
+        let _sim = sim::LockGuard::enter();
         self.mutex.lock(priority, |slot| {
             // SAFETY: initialised per the contract; the mutex makes this access exclusive.
             f(unsafe { slot.assume_init_mut() })

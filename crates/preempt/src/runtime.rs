@@ -5,13 +5,21 @@
 //!  ├─ readiness: RLIMIT_RTPRIO / CAP_SYS_NICE, RLIMIT_MEMLOCK / CAP_IPC_LOCK, PREEMPT_RT
 //!  │    missing privilege -> error with the fix on stderr, run() returns 1 (nothing ran)
 //!  ├─ mlockall(MCL_CURRENT | MCL_FUTURE), malloc tuned not to trim or mmap
-//!  ├─ init()                          on the calling thread; its spawns wait in the queues
+//!  ├─ init()                          on the calling thread; its spawns wait in the queues;
+//!  │                                   then async task slots are allocated, periods and
+//!  │                                   deadlines set, fds of hardware tasks registered
 //!  ├─ one thread per priority level:  name `preempt-p<N>`, SCHED_FIFO N, CPU affinity from
 //!  │                                   `cores = [..]`, stack prefaulted; all wait at a gate
-//!  ├─ gate opens once every thread is set up (or run() stops them all and returns 1)
+//!  ├─ gate opens once every thread is set up (or run() stops them all and returns 1); the
+//!  │    opening time is the first release of every periodic task
 //!  ├─ idle (if any) on thread `preempt-idle`, SCHED_OTHER
-//!  └─ wait until exit()/shutdown() or a task panic; join the executors; return the code
+//!  ├─ wait until exit()/shutdown(), a task panic or a deadline fault; join the executors
+//!  └─ `summary = true`: print the statistics and the response-time analysis (stderr);
+//!     PREEMPT_STATS_JSON=<path>: write `app::stats()` as JSON; return the code
 //! ```
+//!
+//! With `clock = mock` the app runs in the simulator instead (see [`crate::sim`]): no
+//! readiness checks, no threads, virtual time; `idle` does not run.
 //!
 //! Stopping is cooperative: [`exit`] sets the code (the first caller wins), raises the stop
 //! flag and wakes every executor; each finishes the task it is running and returns. Tasks
@@ -24,8 +32,18 @@ use std::thread;
 use preempt_io::sys::{mem, sched, thread as sys_thread};
 use preempt_sync::futex;
 
-use crate::executor::{Executable, LoopControl};
+use crate::executor::{Executable, IdlePolicy, LoopControl};
 use crate::readiness;
+use crate::resource::LockStats;
+use crate::sim;
+use crate::stats::AppStats;
+use crate::time::driver;
+
+/// The exit code of an app stopped by a task with `on_miss = Fault`.
+pub const EXIT_DEADLINE_FAULT: i32 = 3;
+
+/// The environment variable naming a file to write `app::stats()` to, as JSON, at exit.
+pub const STATS_JSON_ENV: &str = "PREEMPT_STATS_JSON";
 
 /// What a panicking task does to the app.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +67,26 @@ pub struct AppConfig {
     pub cores: &'static [(u8, &'static [usize])],
     /// One executor per priority level, in increasing priority.
     pub executors: &'static [&'static dyn Executable],
+    /// `idle_policy = [pN = ..]`; levels not listed sleep.
+    pub idle: &'static [(u8, IdlePolicy)],
+    /// `accounting = ..` (default true).
+    pub accounting: bool,
+    /// `summary = true`: print statistics and the analysis at exit.
+    pub summary: bool,
+    /// `clock = mock`: run in the simulator.
+    pub mock_clock: bool,
+    /// The measured critical sections, one per (task, PCP resource).
+    pub locks: &'static [&'static LockStats],
+}
+
+impl AppConfig {
+    /// The idle policy of level `priority`.
+    pub fn idle_policy(&self, priority: u8) -> IdlePolicy {
+        self.idle
+            .iter()
+            .find(|(p, _)| *p == priority)
+            .map_or(IdlePolicy::Sleep, |(_, policy)| *policy)
+    }
 }
 
 /// The run-time state of an app.
@@ -88,6 +126,11 @@ impl App {
         if let Err(err) = futex::wake(&self.stop_word, u32::MAX) {
             eprintln!("preempt: futex wake of the stop word failed: {err}");
         }
+    }
+
+    /// A snapshot of the app's accounting (`app::stats()`).
+    pub fn stats(&'static self) -> AppStats {
+        AppStats::collect(&self.config)
     }
 
     fn wait_for_stop(&self) {
@@ -218,9 +261,22 @@ fn set_up_thread(priority: u8, soft: bool, cpus: Option<&[usize]>, stack: usize)
     Ok(())
 }
 
+/// What the generated `run` hands the runtime: `init` (runs the user's `init`, writes the
+/// resources), then `prepare` (allocates async slots, sets periods and deadlines, registers
+/// fds; an error names the task and stops the app before any task runs).
+#[doc(hidden)]
+pub struct Entry<'a> {
+    /// Runs `#[init]` and stores the resources.
+    pub init: &'a mut dyn FnMut(),
+    /// Prepares the tasks after `init`.
+    pub prepare: &'a mut dyn FnMut() -> Result<(), String>,
+    /// `#[idle]`, if any.
+    pub idle: Option<fn()>,
+}
+
 /// Starts the app described by `app` and blocks until it stops; returns the exit code.
 #[doc(hidden)]
-pub fn run(app: &'static App, init: &mut dyn FnMut(), idle: Option<fn()>) -> i32 {
+pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
     let config = &app.config;
     if app.started.swap(true, Ordering::AcqRel) {
         eprintln!(
@@ -229,6 +285,126 @@ pub fn run(app: &'static App, init: &mut dyn FnMut(), idle: Option<fn()>) -> i32
         );
         return 1;
     }
+    let code = if config.mock_clock {
+        run_simulated(app, entry)
+    } else {
+        run_threads(app, entry)
+    };
+    finish(app, code)
+}
+
+/// The end of every run: summary, JSON export, `RUNNING` cleared.
+fn finish(app: &'static App, code: i32) -> i32 {
+    let config = &app.config;
+    let started = RUNNING.load(Ordering::Acquire) == (app as *const App).cast_mut();
+    if started && (config.summary || std::env::var_os(STATS_JSON_ENV).is_some()) {
+        let stats = app.stats();
+        if config.summary {
+            eprint!("{}", stats.summary());
+        }
+        if let Some(path) = std::env::var_os(STATS_JSON_ENV) {
+            if let Err(err) = std::fs::write(&path, stats.to_json()) {
+                eprintln!(
+                    "preempt: cannot write the statistics to {} ({STATS_JSON_ENV}): {err}",
+                    path.to_string_lossy()
+                );
+            }
+        }
+    }
+    if started {
+        RUNNING.store(std::ptr::null_mut(), Ordering::Release);
+    }
+    code
+}
+
+/// Makes `app` the running app; `false` if another one runs.
+fn claim_running(app: &'static App) -> bool {
+    let claimed = RUNNING
+        .compare_exchange(
+            std::ptr::null_mut(),
+            (app as *const App).cast_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_ok();
+    if !claimed {
+        eprintln!("preempt: another app is already running in this process");
+    }
+    claimed
+}
+
+/// Runs a `clock = mock` app in the simulator on the calling thread.
+fn run_simulated(app: &'static App, entry: Entry<'_>) -> i32 {
+    let config = &app.config;
+    if !claim_running(app) {
+        return 1;
+    }
+    driver::install_mock();
+    sim::take_trace();
+    (entry.init)();
+    if let Err(err) = (entry.prepare)() {
+        eprintln!("preempt: app `{}`: {err}", config.name);
+        driver::uninstall_mock();
+        return 1;
+    }
+    if entry.idle.is_some() {
+        eprintln!(
+            "preempt: app `{}` runs on the mock clock: #[idle] is not simulated",
+            config.name
+        );
+    }
+    let on_panic = panic_handler(app);
+    let on_fault = fault_handler(app);
+    let control = LoopControl {
+        stop: &app.stop,
+        on_panic: &on_panic,
+        on_fault: &on_fault,
+        epoch_ns: driver::now_ns(),
+        idle: IdlePolicy::Sleep,
+    };
+    match sim::run(config.executors, &control) {
+        sim::Ended::Stopped => {}
+        sim::Ended::Starved(at) => {
+            eprintln!(
+                "preempt: simulated app `{}` has nothing left to run at {at} ns (no queued \
+                 message, release, delay or scripted action): end it with preempt::exit",
+                config.name
+            );
+            app.request_stop(1);
+        }
+    }
+    sim::reset_actions();
+    driver::uninstall_mock();
+    app.exit_code.load(Ordering::Acquire)
+}
+
+fn panic_handler(
+    app: &'static App,
+) -> impl Fn(&'static str, u8, &str) -> bool + Sync + Send + Copy + 'static {
+    let config = &app.config;
+    move |task: &'static str, priority: u8, message: &str| -> bool {
+        eprintln!("preempt: task `{task}` (priority {priority}) panicked: {message}");
+        match config.on_panic {
+            OnPanic::Stop => {
+                eprintln!("preempt: stopping app `{}` (on_panic = stop)", config.name);
+                app.request_stop(101);
+                false
+            }
+            OnPanic::Continue => true,
+        }
+    }
+}
+
+fn fault_handler(app: &'static App) -> impl Fn(&str) + Sync + Send + Copy + 'static {
+    move |what: &str| {
+        eprintln!("preempt: {what}; stopping app `{}`", app.config.name);
+        app.request_stop(EXIT_DEADLINE_FAULT);
+    }
+}
+
+/// Runs the app on real-time threads.
+fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
+    let config = &app.config;
 
     // 1. Readiness, before anything of the app runs.
     let soft = readiness::soft_requested();
@@ -269,21 +445,17 @@ pub fn run(app: &'static App, init: &mut dyn FnMut(), idle: Option<fn()>) -> i32
         }
     }
 
-    if RUNNING
-        .compare_exchange(
-            std::ptr::null_mut(),
-            (app as *const App).cast_mut(),
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        )
-        .is_err()
-    {
-        eprintln!("preempt: another app is already running in this process");
+    if !claim_running(app) {
         return 1;
     }
 
-    // 3. init, on this thread.
-    init();
+    // 3. init, on this thread, then the tasks' run-time set-up.
+    (entry.init)();
+    if let Err(err) = (entry.prepare)() {
+        eprintln!("preempt: app `{}`: {err}", config.name);
+        return 1;
+    }
+    let idle = entry.idle;
 
     // 4. Executors.
     let gate: &'static Gate = Box::leak(Box::new(Gate {
@@ -291,17 +463,10 @@ pub fn run(app: &'static App, init: &mut dyn FnMut(), idle: Option<fn()>) -> i32
         state: AtomicU32::new(0),
     }));
     let failed: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
-    let on_panic = move |task: &'static str, priority: u8, message: &str| -> bool {
-        eprintln!("preempt: task `{task}` (priority {priority}) panicked: {message}");
-        match config.on_panic {
-            OnPanic::Stop => {
-                eprintln!("preempt: stopping app `{}` (on_panic = stop)", config.name);
-                app.request_stop(101);
-                false
-            }
-            OnPanic::Continue => true,
-        }
-    };
+    let epoch: &'static std::sync::atomic::AtomicU64 =
+        Box::leak(Box::new(std::sync::atomic::AtomicU64::new(0)));
+    let on_panic = panic_handler(app);
+    let on_fault = fault_handler(app);
     let mut handles = Vec::with_capacity(config.executors.len());
     for &exec in config.executors {
         let priority = exec.priority();
@@ -311,6 +476,7 @@ pub fn run(app: &'static App, init: &mut dyn FnMut(), idle: Option<fn()>) -> i32
             .find(|(p, _)| *p == priority)
             .map(|(_, cpus)| *cpus);
         let stack = config.stack_size;
+        let idle_policy = config.idle_policy(priority);
         let spawned = thread::Builder::new()
             .name(format!("preempt-p{priority}"))
             .stack_size(stack)
@@ -327,6 +493,9 @@ pub fn run(app: &'static App, init: &mut dyn FnMut(), idle: Option<fn()>) -> i32
                 let control = LoopControl {
                     stop: &app.stop,
                     on_panic: &on_panic,
+                    on_fault: &on_fault,
+                    epoch_ns: epoch.load(Ordering::Acquire),
+                    idle: idle_policy,
                 };
                 exec.run_loop(&control);
             });
@@ -341,6 +510,8 @@ pub fn run(app: &'static App, init: &mut dyn FnMut(), idle: Option<fn()>) -> i32
     }
     gate.wait_all_arrived();
     let go = !failed.load(Ordering::Acquire);
+    // The first release of every periodic task: now, when every level is ready.
+    epoch.store(driver::now_ns(), Ordering::Release);
     gate.open(go);
     if !go {
         app.request_stop(1);

@@ -1,4 +1,6 @@
-//! [`Instant`]: a point in time on CLOCK_MONOTONIC, the clock of every timed spawn.
+//! Time: [`Instant`] (a point on CLOCK_MONOTONIC, the clock of every release, timed spawn
+//! and `Mono` delay), [`DurationExt`] (`1.millis()`, the duration syntax of task attributes)
+//! and the clock [`driver`] behind them (the system clock, or a mock for deterministic tests).
 //!
 //! `std::time::Instant` reads the same clock on Linux but hides its value; the executors'
 //! timer queues need it as nanoseconds (`preempt_sync::timed::TimerQueue` takes absolute
@@ -20,17 +22,21 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
 
-use preempt_io::sys::clock;
+pub mod driver;
+mod ext;
+
+pub use ext::DurationExt;
 
 /// A CLOCK_MONOTONIC time stamp, in nanoseconds since the clock's (boot-time) origin.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(u64);
 
 impl Instant {
-    /// The current time (`clock_gettime(CLOCK_MONOTONIC)`, served by the vDSO: no system call).
+    /// The current time: `clock_gettime(CLOCK_MONOTONIC)` (served by the vDSO: no system
+    /// call), or the virtual time of an app that runs on the mock clock (see [`driver`]).
     #[inline]
     pub fn now() -> Instant {
-        Instant(clock::monotonic_now_ns())
+        Instant(driver::now_ns())
     }
 
     /// The instant `nanos` nanoseconds after the clock's origin.

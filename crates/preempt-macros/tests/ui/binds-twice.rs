@@ -1,0 +1,22 @@
+#[preempt::app]
+mod app {
+    use preempt::fd::EventSource;
+
+    #[local]
+    struct Local {
+        line: EventSource,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        (Shared {}, Local { line: EventSource::new().unwrap() }, init::Monotonics())
+    }
+
+    #[task(binds = line, priority = 2)]
+    fn first(_: first::Context) {}
+
+    #[task(binds = line, priority = 3)]
+    fn second(_: second::Context) {}
+}
+
+fn main() {}

@@ -1,0 +1,12 @@
+#[preempt::app(main = false)]
+mod app {
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        (Shared {}, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 2, period = 1000)]
+    fn tick(_: tick::Context) {}
+}
+
+fn main() {}

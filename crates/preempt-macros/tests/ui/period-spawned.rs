@@ -1,0 +1,13 @@
+#[preempt::app]
+mod app {
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        tick::spawn_after(1.millis()).unwrap();
+        (Shared {}, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 2, period = 1.millis())]
+    fn tick(_: tick::Context) {}
+}
+
+fn main() {}
