@@ -193,7 +193,7 @@ mod real {
     /// the owner named in the word) until the owner releases it to us. `FUTEX_LOCK_PI2`.
     ///
     /// Call it after the user-space CAS `0 -> current_tid()` failed. On success the word
-    /// holds our tid (with [`WAITERS`] if others still wait). A passed deadline gives
+    /// holds our tid (with [`WAITERS`](super::WAITERS) if others still wait). A passed deadline gives
     /// `Err` of kind [`io::ErrorKind::TimedOut`]; `EDEADLK` (we own it already) and
     /// `ESRCH` (the owner tid does not exist) are returned as errors.
     pub fn lock_pi(word: &AtomicU32, deadline_ns: Option<u64>) -> io::Result<()> {

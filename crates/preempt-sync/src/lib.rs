@@ -19,7 +19,7 @@
 //! ## API notes
 //!
 //! Additions to the contract in `notes/sync-api.md` (nothing was removed or renamed):
-//! - [`Event::wait_until`](event::Event::wait_until) returns a [`Woke`](event::Event)
+//! - [`Event::wait_until`](event::Event::wait_until) returns a [`Woke`](event::Woke)
 //!   (`Notified` or `Deadline`) instead of `()`; ignoring it is fine. The protocol needs no
 //!   `prepare_wait`: drain the queue, then call `wait_until` (see [`event`]).
 //! - [`TimerQueue`](timed::TimerQueue) also has `push(value)` (due at once, before every
