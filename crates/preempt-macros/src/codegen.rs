@@ -838,10 +838,21 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
 
 /// `mut cx` is needed by RTIC v2 code (proxies by value) and RTIC v1 code written for
 /// them, but not here (the context holds `&mut` proxies): keep it from warning.
+///
+/// An `async fn` may not elide the lifetime of `t::Context` (E0726), which RTIC v2 code
+/// does: the hidden `'_` is written out.
 fn allow_mut_context(item: &syn::ItemFn) -> syn::ItemFn {
     let mut item = item.clone();
+    let is_async = item.sig.asyncness.is_some();
     if let Some(syn::FnArg::Typed(pt)) = item.sig.inputs.first_mut() {
         pt.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
+        if let (true, Type::Path(tp)) = (is_async, &mut *pt.ty) {
+            if let Some(last) = tp.path.segments.last_mut() {
+                if last.arguments.is_empty() {
+                    last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(<'_>));
+                }
+            }
+        }
     }
     item
 }

@@ -610,7 +610,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
             });
         }
         self.last_task.set(task);
+        let enclosing = if traced { sim::begin_job() } else { 0 };
         let outcome = catch_unwind(AssertUnwindSafe(job));
+        let preempted_ns = if traced { sim::end_job(enclosing) } else { 0 };
         let end_ns = if timed {
             let t = driver::now_ns();
             *clock = Some(t);
@@ -633,25 +635,28 @@ impl<M: Message, const N: usize> Executor<M, N> {
             return true;
         }
         let l = &tc.local;
+        // Wall-clock time of this dispatch, less the time it spent preempted where that is
+        // known (the simulator); on threads the preemption by other levels is included.
+        let ran_ns = (end_ns - start_ns).saturating_sub(preempted_ns);
         let finished = match (tc.kind, kind) {
             (TaskKind::Async, MsgKind::Job) => {
                 l.async_release_ns.set(release_ns);
                 l.async_start_ns.set(start_ns);
-                l.async_exec_ns.set(end_ns - start_ns);
+                l.async_exec_ns.set(ran_ns);
                 tc.note_release(release_ns);
-                (dispatched == Dispatched::Done).then_some(end_ns - start_ns)
+                (dispatched == Dispatched::Done).then_some(ran_ns)
             }
             (TaskKind::Async, MsgKind::Poll) => {
                 if dispatched == Dispatched::Idle {
                     return true;
                 }
-                let exec = l.async_exec_ns.get() + (end_ns - start_ns);
+                let exec = l.async_exec_ns.get() + ran_ns;
                 l.async_exec_ns.set(exec);
                 (dispatched == Dispatched::Done).then_some(exec)
             }
             _ => {
                 tc.note_release(release_ns);
-                Some(end_ns - start_ns)
+                Some(ran_ns)
             }
         };
         let Some(exec_ns) = finished else {
@@ -664,7 +669,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 Some(exec_ns),
             )
         } else {
-            (release_ns, start_ns, None)
+            (release_ns, start_ns, traced.then_some(exec_ns))
         };
         let deadline = deadline_ns.or_else(|| tc.deadline_ns().map(|d| release_ns + d));
         if self.accounting {

@@ -20,8 +20,9 @@
 //!
 //! The runtime records a [`TraceEvent`] for every job start and end and every skipped
 //! release; tests assert on [`take_trace`]. Accounting (`app::stats()`) measures in virtual
-//! time, so execution times are exactly what the tasks [`advance`]d and response-time
-//! analysis gets exact inputs.
+//! time, and a job's execution time excludes the time it spent preempted, so it is exactly
+//! what the job [`advance`]d: response-time analysis gets exact inputs, and at the critical
+//! instant the simulated response times meet its bounds exactly (`tests/sim_rta.rs`).
 //!
 //! ```no_run
 //! #[preempt::app(clock = mock, main = false)]
@@ -141,8 +142,10 @@ thread_local! {
     static ENGINE: Cell<Option<Engine>> = const { Cell::new(None) };
     /// The priority of the level whose job runs (0: none, the main loop).
     static LEVEL: Cell<u8> = const { Cell::new(0) };
-    /// PCP locks held by the running job.
+    /// PCP locks (and critical sections) held by the running job.
     static LOCKS: Cell<u32> = const { Cell::new(0) };
+    /// Virtual time the running job spent preempted.
+    static STOLEN: Cell<u64> = const { Cell::new(0) };
 }
 
 /// `true` while an app runs on the mock clock.
@@ -182,14 +185,15 @@ pub fn at(at: Instant, action: impl FnOnce() + Send + 'static) {
 /// # Panics
 /// Outside a task of an app with `clock = mock`.
 pub fn advance(duration: Duration) {
-    let engine = ENGINE
-        .with(Cell::get)
-        .expect("preempt::sim::advance needs an app with `#[preempt::app(clock = mock)]`, called from one of its tasks");
-    let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
-    let target = MOCK.now_ns().saturating_add(nanos);
+    let engine = ENGINE.with(Cell::get).expect(
+        "preempt::sim::advance needs an app with `#[preempt::app(clock = mock)]`, called from \
+         one of its tasks",
+    );
+    let mut remaining = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
     let level = LEVEL.with(Cell::get);
     loop {
         let now = MOCK.now_ns();
+        let target = now.saturating_add(remaining);
         if LOCKS.with(Cell::get) == 0 && level > 0 {
             let mut next = next_action_ns();
             for exec in engine.executors.iter().filter(|e| e.priority() > level) {
@@ -198,6 +202,10 @@ pub fn advance(duration: Duration) {
                 }
             }
             if let Some(t) = next.filter(|&t| t < target) {
+                // Run up to the event, then let the higher levels preempt; the rest of this
+                // job's work continues after them.
+                let t = t.max(now);
+                remaining -= t - now;
                 MOCK.set_ns(t);
                 run_actions_due();
                 if preemption_point() || t > now {
@@ -245,10 +253,11 @@ pub(crate) fn preemption_point() -> bool {
     // SAFETY: `control` points into `run`'s frame, which is alive while the engine is
     // installed (it is removed before `run` returns).
     let control = unsafe { &*engine.control };
+    let start = MOCK.now_ns();
     let mut any = false;
     'outer: loop {
         if control.stop.load(Ordering::Acquire) {
-            return any;
+            break;
         }
         for exec in engine.executors.iter().rev() {
             if exec.priority() <= level {
@@ -258,13 +267,27 @@ pub(crate) fn preemption_point() -> bool {
             if n > 0 || !go_on {
                 any = true;
                 if !go_on {
-                    return any;
+                    break 'outer;
                 }
                 continue 'outer;
             }
         }
-        return any;
+        break;
     }
+    // The preempted job did not run meanwhile: its CPU time excludes this span.
+    let stolen = MOCK.now_ns() - start;
+    STOLEN.with(|s| s.set(s.get() + stolen));
+    any
+}
+
+/// A job starts: returns the enclosing job's preempted time so far (to restore).
+pub(crate) fn begin_job() -> u64 {
+    STOLEN.with(|s| s.replace(0))
+}
+
+/// A job ended: returns how long it was preempted, and restores the enclosing job's count.
+pub(crate) fn end_job(enclosing: u64) -> u64 {
+    STOLEN.with(|s| s.replace(enclosing))
 }
 
 /// Marks that a job of level `priority` runs; returns the previous level.

@@ -298,7 +298,7 @@ impl fmt::Display for Summary<'_> {
         writeln!(f, "response-time analysis (measured WCETs):")?;
         match rta::analyse(&tasks) {
             Ok(report) => {
-                write!(f, "{report}")?;
+                writeln!(f, "{}", report.to_string().trim_end())?;
                 writeln!(
                     f,
                     "verdict: {}",

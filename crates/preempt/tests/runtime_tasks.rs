@@ -1,0 +1,461 @@
+//! Async, periodic and hardware tasks on real threads: rtic-sync's `Channel`, `Signal` and
+//! `Arbiter` between async tasks of three priorities, `Mono` delays and timeouts,
+//! timerfd- and eventfd-bound tasks (also on levels that spin), the exit summary and the JSON
+//! export, and zero heap allocations on every new release path.
+//!
+//! As in `runtime_apps.rs`, each app runs in a child process (this binary re-executed with
+//! `PREEMPT_TEST_CHILD=<app>`), with a watchdog; without real-time privileges the children
+//! run with `PREEMPT_SOFT=1`. Timing is never asserted, only behaviour.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Counts every allocation of this binary (all threads).
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// rtic-sync between async tasks on three executor threads.
+#[preempt::app(main = false)]
+mod rtic_sync_app {
+    use rtic_sync::arbiter::Arbiter;
+    use rtic_sync::channel::{Receiver, Sender};
+    use rtic_sync::signal::{Signal, SignalReader, SignalWriter};
+
+    static ARBITER: Arbiter<u32> = Arbiter::new(0);
+    static DONE: Signal<u32> = Signal::new();
+
+    #[local]
+    struct Local {
+        tx: Sender<'static, u32, 4>,
+        rx: Receiver<'static, u32, 4>,
+        done: SignalWriter<'static, u32>,
+        on_done: SignalReader<'static, u32>,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        let (tx, rx) = rtic_sync::make_channel!(u32, 4);
+        let (done, on_done) = DONE.split();
+        waiter::spawn().unwrap();
+        consumer::spawn(100).unwrap();
+        producer::spawn(100).unwrap();
+        println!("second spawn while running: {:?}", producer::spawn(7));
+        (
+            Shared {},
+            Local {
+                tx,
+                rx,
+                done,
+                on_done,
+            },
+            init::Monotonics(),
+        )
+    }
+
+    #[task(priority = 2, local = [tx])]
+    async fn producer(cx: producer::Context, n: u32) {
+        for i in 0..n {
+            *ARBITER.access().await += 1;
+            cx.local.tx.send(i).await.unwrap();
+            if i % 10 == 0 {
+                Mono::delay(50.micros()).await;
+            }
+        }
+    }
+
+    #[task(priority = 1, local = [rx, done])]
+    async fn consumer(cx: consumer::Context, n: u32) {
+        let mut in_order = true;
+        for i in 0..n {
+            let v = cx.local.rx.recv().await.unwrap();
+            in_order &= v == i;
+            *ARBITER.access().await += 1;
+        }
+        println!("received {n} in order: {in_order}");
+        let start = Mono::now();
+        let r = Mono::timeout_after(2.millis(), cx.local.rx.recv()).await;
+        println!(
+            "timeout: {}, waited at least 2 ms: {}",
+            r.is_err(),
+            Mono::now() - start >= 2.millis()
+        );
+        cx.local.done.write(n);
+    }
+
+    #[task(priority = 3, local = [on_done])]
+    async fn waiter(cx: waiter::Context) {
+        let n = cx.local.on_done.wait().await;
+        let total = *ARBITER.access().await;
+        println!("signal {n}, arbiter {total}");
+        println!("producer spawns again: {:?}", producer::spawn(0));
+        preempt::exit(0);
+    }
+}
+
+/// A timerfd-bound task, an eventfd-bound task fed by an ordinary thread, and a periodic
+/// task, on levels that spin and spin-then-sleep.
+#[preempt::app(main = false, idle_policy = [p3 = spin_then_sleep(200), p2 = spin])]
+mod hw_app {
+    use preempt::fd::{EventSource, FdSource, Notifier, TimerSource};
+
+    #[local]
+    struct Local {
+        timer: TimerSource,
+        line: EventSource,
+        notifier: Option<Notifier>,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        let timer = TimerSource::new().unwrap();
+        timer
+            .arm_at(Instant::now().as_nanos() + 1_000_000, 500_000)
+            .unwrap();
+        let line = EventSource::new().unwrap();
+        let notifier = Some(line.notifier().unwrap());
+        (
+            Shared {},
+            Local {
+                timer,
+                line,
+                notifier,
+            },
+            init::Monotonics(),
+        )
+    }
+
+    #[task(binds = timer, priority = 3, local = [expirations: u64 = 0, notifier])]
+    fn on_timer(cx: on_timer::Context) {
+        *cx.local.expirations += cx.local.timer.read_event().unwrap().unwrap_or(0);
+        if *cx.local.expirations >= 20 {
+            if let Some(n) = cx.local.notifier.take() {
+                // An ordinary thread raises the eventfd line 10 times.
+                std::thread::spawn(move || {
+                    for _ in 0..10 {
+                        n.notify().unwrap();
+                        super::pause(Duration::from_micros(300));
+                    }
+                });
+            }
+        }
+    }
+
+    #[task(binds = line, priority = 2, local = [signals: u64 = 0])]
+    fn on_line(cx: on_line::Context) {
+        while let Ok(Some(n)) = cx.local.line.read_event() {
+            *cx.local.signals += n;
+        }
+        if *cx.local.signals >= 10 {
+            println!("eventfd signals: {}", *cx.local.signals);
+            println!("timer expirations >= 20: true");
+            preempt::exit(0);
+        }
+    }
+
+    #[task(priority = 1, period = 2.millis())]
+    fn tick(_: tick::Context) {}
+}
+
+/// A 1 kHz periodic task with a deadline, `summary = true`, and the JSON export.
+#[preempt::app(main = false, summary = true)]
+mod summary_app {
+    #[shared]
+    struct Shared {
+        samples: u32,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        (Shared { samples: 0 }, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 2, period = 1.millis(), deadline = 900.micros(), shared = [samples])]
+    fn control(cx: control::Context) {
+        let n = cx.shared.samples.lock(|s| {
+            *s += 1;
+            *s
+        });
+        if n == 20 {
+            report::spawn().unwrap();
+        }
+    }
+
+    #[task(priority = 1, shared = [samples])]
+    fn report(cx: report::Context) {
+        let n = cx.shared.samples.lock(|s| *s);
+        let stats = super::summary_app::stats();
+        let control = stats.task("control").unwrap();
+        println!(
+            "releases >= 20: {}, period {:?} ns, deadline {:?} ns",
+            control.stats.releases >= 20,
+            control.period_ns,
+            control.deadline_ns
+        );
+        println!("samples >= 20: {}", n >= 20);
+        preempt::exit(0);
+    }
+}
+
+/// No heap allocation on the release paths added for async, periodic and hardware tasks,
+/// with accounting and the bridge.
+#[preempt::app(main = false)]
+mod no_alloc_tasks {
+    use preempt::bridge::{Receiver, Sender};
+    use preempt::fd::{EventSource, FdSource, Notifier};
+    use std::sync::atomic::Ordering;
+
+    #[local]
+    struct Local {
+        line: EventSource,
+        notifier: Notifier,
+        tx: Sender<u64>,
+        rx: Option<Receiver<u64>>,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        let line = EventSource::new().unwrap();
+        let notifier = line.notifier().unwrap();
+        let (tx, rx) = preempt::bridge::channel(64);
+        start::spawn().unwrap();
+        (
+            Shared {},
+            Local {
+                line,
+                notifier,
+                tx,
+                rx: Some(rx),
+            },
+            init::Monotonics(),
+        )
+    }
+
+    #[task(priority = 1, local = [rx])]
+    fn start(cx: start::Context) {
+        // The logger thread is started (allocating) before the measurement begins.
+        let mut rx = cx.local.rx.take().unwrap();
+        std::thread::spawn(move || while rx.recv().is_some() {});
+        let now = super::ALLOCATIONS.load(Ordering::SeqCst);
+        super::BEFORE.store(now, Ordering::SeqCst);
+        pacer::spawn(200).unwrap();
+    }
+
+    /// Async: wake-ups through Mono delays, on its executor.
+    #[task(priority = 2, local = [notifier])]
+    async fn pacer(cx: pacer::Context, n: u32) {
+        for _ in 0..n {
+            Mono::delay(20.micros()).await;
+            cx.local.notifier.notify().unwrap();
+        }
+    }
+
+    /// Hardware task: one release per eventfd signal; the bridge to the logger thread.
+    #[task(binds = line, priority = 3, local = [tx, seen: u64 = 0])]
+    fn on_line(cx: on_line::Context) {
+        while let Ok(Some(n)) = cx.local.line.read_event() {
+            *cx.local.seen += n;
+        }
+        // Full ring or not, a send never allocates or blocks.
+        let _full = cx.local.tx.send(*cx.local.seen).is_err();
+        if *cx.local.seen >= 200 {
+            done::spawn().unwrap();
+        }
+    }
+
+    #[task(priority = 4, period = 100.micros(), local = [ticks: u64 = 0])]
+    fn tick(cx: tick::Context) {
+        *cx.local.ticks += 1;
+    }
+
+    #[task(priority = 1)]
+    fn done(_: done::Context) {
+        let after = super::ALLOCATIONS.load(Ordering::SeqCst);
+        let before = super::BEFORE.load(Ordering::SeqCst);
+        println!("allocations on the task paths: {}", after - before);
+        preempt::exit(0);
+    }
+}
+
+static BEFORE: AtomicU64 = AtomicU64::new(0);
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test helpers: an ordinary thread's pacing and the watchdog's polling"
+)]
+fn pause(d: Duration) {
+    std::thread::sleep(d);
+}
+
+/// Runs the app named by `PREEMPT_TEST_CHILD` (when this binary is a child).
+#[test]
+fn child() {
+    let Ok(name) = std::env::var("PREEMPT_TEST_CHILD") else {
+        return; // the parent run: nothing to do here
+    };
+    let code = match name.as_str() {
+        "rtic_sync" => rtic_sync_app::run(),
+        "hw" => hw_app::run(),
+        "summary" => summary_app::run(),
+        "no_alloc_tasks" => no_alloc_tasks::run(),
+        other => panic!("unknown child app {other}"),
+    };
+    std::process::exit(code);
+}
+
+fn privileged() -> bool {
+    use preempt_io::sys::{caps, limits};
+    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
+        || limits::rtprio().is_ok_and(|l| l.allows(4));
+    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
+        || limits::memlock().is_ok_and(|l| l.soft.is_none());
+    nice && lock
+}
+
+fn run_child(app: &str, env: &[(&str, &str)], timeout: Duration) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .env("PREEMPT_TEST_CHILD", app)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if !privileged() {
+        eprintln!("note: no real-time privileges here; running `{app}` with PREEMPT_SOFT=1");
+        cmd.env("PREEMPT_SOFT", "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > timeout {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "child app `{app}` did not finish within {timeout:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        pause(Duration::from_millis(5));
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn rtic_sync_channel_signal_and_arbiter_work_between_async_tasks() {
+    let out = run_child("rtic_sync", &[], Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let expected = [
+        "second spawn while running: Err(7)",
+        "received 100 in order: true",
+        "timeout: true, waited at least 2 ms: true",
+        "signal 100, arbiter 200",
+        "producer spawns again: Ok(())",
+    ]
+    .join("\n");
+    assert!(stdout.contains(&expected), "{stdout}");
+}
+
+#[test]
+fn timerfd_and_eventfd_tasks_run_on_spinning_levels() {
+    let out = run_child("hw", &[], Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("eventfd signals: 10\n"), "{stdout}");
+    assert!(
+        stdout.contains("timer expirations >= 20: true\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn summary_and_json_export_at_exit() {
+    let dir = std::env::temp_dir().join(format!("preempt-stats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("stats.json");
+    let out = run_child(
+        "summary",
+        &[("PREEMPT_STATS_JSON", path.to_str().unwrap())],
+        Duration::from_secs(30),
+    );
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("releases >= 20: true, period Some(1000000) ns, deadline Some(900000) ns"),
+        "{stdout}"
+    );
+    for needle in [
+        "preempt: app `summary_app` task statistics (monotonic clock):",
+        "lat-p99",
+        "control",
+        "critical sections (PCP):",
+        "samples in control (prio 2, ceiling 2)",
+        "response-time analysis (measured WCETs):",
+        "verdict: ",
+    ] {
+        assert!(stderr.contains(needle), "missing `{needle}` in:\n{stderr}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["app"], "summary_app");
+    let control = json["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["stats"]["name"] == "control")
+        .unwrap();
+    assert_eq!(control["kind"], "periodic");
+    assert_eq!(control["period_ns"], 1_000_000);
+    assert_eq!(control["on_miss"], "Burst");
+    assert!(control["stats"]["releases"].as_u64().unwrap() >= 20);
+    assert!(
+        control["stats"]["release_latency"]["count"]
+            .as_u64()
+            .unwrap()
+            >= 20
+    );
+    assert_eq!(json["levels"][1]["priority"], 2);
+}
+
+#[test]
+fn async_periodic_hardware_and_bridge_paths_do_not_allocate() {
+    let out = run_child("no_alloc_tasks", &[], Duration::from_secs(60));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains("allocations on the task paths: 0\n"),
+        "{stdout}"
+    );
+}
