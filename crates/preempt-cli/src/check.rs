@@ -1,0 +1,706 @@
+//! `preempt check`: a real-time readiness audit.
+//!
+//! Each item reads one aspect of the machine (kernel, throttling, privileges, power
+//! management, isolation, memory, clocks, virtualisation) and returns a [`CheckItem`] with a
+//! pass/info/warn/fail status, what was found and the command that fixes it. The audit only
+//! reads: it changes nothing.
+
+use std::fs;
+
+use preempt_io::sys::{caps, clock, cpu, kernel, limits, thread};
+
+use crate::procfs::{self, cmdline_value, parse_cpu_list_lenient, read_trimmed};
+use crate::results::{CheckItem, CheckReport, Status};
+
+fn item(
+    id: &str,
+    title: &str,
+    status: Status,
+    value: impl Into<String>,
+    fix: impl Into<String>,
+) -> CheckItem {
+    let fix = if status == Status::Pass {
+        String::new()
+    } else {
+        fix.into()
+    };
+    CheckItem {
+        id: id.into(),
+        title: title.into(),
+        status,
+        value: value.into(),
+        fix,
+    }
+}
+
+/// Runs every check.
+pub fn run() -> CheckReport {
+    let cmdline = read_trimmed("/proc/cmdline").unwrap_or_default();
+    let online = cpu::online_cpus().unwrap_or_default();
+    let isolated = isolated_cpus(&cmdline);
+    let mut items = vec![
+        preempt_model(),
+        high_res_timers(),
+        rt_throttling(),
+        fair_server(),
+        privilege_rtprio(),
+        privilege_memlock(),
+        governor(&online),
+        idle_states(),
+        smt(),
+        isolation(&cmdline, &isolated, &online),
+        irq_affinity(&isolated),
+        swap(),
+        transparent_hugepages(),
+        timer_slack(),
+        clocksource(),
+        virtualization(),
+        foreign_rt_threads(),
+    ];
+    items.retain(|i| !i.id.is_empty());
+    CheckReport { items }
+}
+
+/// Whether any item failed.
+pub fn has_failures(report: &CheckReport) -> bool {
+    report.items.iter().any(|i| i.status == Status::Fail)
+}
+
+fn preempt_model() -> CheckItem {
+    let info = kernel::preempt_info();
+    let release = kernel::uname().map(|u| u.release).unwrap_or_default();
+    let value = format!(
+        "{} ({}{}; read from {})",
+        info.model.name(),
+        release,
+        if info.dynamic {
+            ", PREEMPT_DYNAMIC"
+        } else {
+            ""
+        },
+        info.source
+    );
+    let fix_dynamic = if info.dynamic {
+        "boot with preempt=full (this PREEMPT_DYNAMIC kernel can switch), or better a PREEMPT_RT kernel \
+         (Debian: apt install linux-image-rt-amd64 / linux-image-rt-arm64)"
+    } else {
+        "install and boot a PREEMPT_RT kernel (Debian: apt install linux-image-rt-amd64 / \
+         linux-image-rt-arm64; mainline >= 6.12 has CONFIG_PREEMPT_RT)"
+    };
+    let status = match info.model {
+        kernel::PreemptModel::Rt => Status::Pass,
+        kernel::PreemptModel::Full | kernel::PreemptModel::Lazy => Status::Warn,
+        kernel::PreemptModel::Unknown => Status::Info,
+        kernel::PreemptModel::None | kernel::PreemptModel::Voluntary => Status::Fail,
+    };
+    item(
+        "preempt-model",
+        "Kernel preemption model",
+        status,
+        value,
+        fix_dynamic,
+    )
+}
+
+fn high_res_timers() -> CheckItem {
+    match clock::resolution_ns(clock::ClockId::Monotonic) {
+        Ok(1) => item(
+            "hrtimers",
+            "High-resolution timers",
+            Status::Pass,
+            "CLOCK_MONOTONIC resolution 1 ns",
+            "",
+        ),
+        Ok(ns) => item(
+            "hrtimers",
+            "High-resolution timers",
+            Status::Fail,
+            format!("CLOCK_MONOTONIC resolution {ns} ns: timers fire on jiffies"),
+            "enable CONFIG_HIGH_RES_TIMERS and drop highres=off from the kernel command line",
+        ),
+        Err(e) => item(
+            "hrtimers",
+            "High-resolution timers",
+            Status::Info,
+            format!("clock_getres failed: {e}"),
+            "",
+        ),
+    }
+}
+
+fn rt_throttling() -> CheckItem {
+    let runtime = read_trimmed("/proc/sys/kernel/sched_rt_runtime_us");
+    let period = read_trimmed("/proc/sys/kernel/sched_rt_period_us");
+    match (runtime.as_deref(), period.as_deref()) {
+        (Some("-1"), _) => item(
+            "rt-throttling",
+            "RT throttling (sched_rt_runtime_us)",
+            Status::Info,
+            "disabled (-1): a runaway SCHED_FIFO thread can starve the CPU forever",
+            "",
+        ),
+        (Some(r), Some(p)) => item(
+            "rt-throttling",
+            "RT throttling (sched_rt_runtime_us)",
+            Status::Info,
+            format!(
+                "{r} us of every {p} us: real-time threads that hog a CPU longer are throttled \
+                 (a busy-looping RT thread sees a {} ms stall each period)",
+                p.parse::<i64>()
+                    .unwrap_or(0)
+                    .saturating_sub(r.parse().unwrap_or(0))
+                    / 1000
+            ),
+            "nothing to do for loops that sleep every period; for CPU-bound RT work: \
+             echo -1 > /proc/sys/kernel/sched_rt_runtime_us (removes the safety net)",
+        ),
+        _ => item(
+            "rt-throttling",
+            "RT throttling (sched_rt_runtime_us)",
+            Status::Info,
+            "not readable",
+            "",
+        ),
+    }
+}
+
+/// The fair-server (dl_server) of kernels >= 6.12 reserves CPU time for SCHED_OTHER tasks
+/// and preempts real-time threads to give it to them.
+fn fair_server() -> CheckItem {
+    let dir = "/sys/kernel/debug/sched/fair_server";
+    let title = "Fair server (dl_server) reservation";
+    let Ok(entries) = fs::read_dir(dir) else {
+        let newer = kernel::uname()
+            .ok()
+            .and_then(|u| {
+                let mut it = u.release.split(|c: char| !c.is_ascii_digit());
+                Some((
+                    it.next()?.parse::<u32>().ok()?,
+                    it.next()?.parse::<u32>().ok()?,
+                ))
+            })
+            .is_some_and(|v| v >= (6, 12));
+        return if newer {
+            item(
+                "fair-server",
+                title,
+                Status::Warn,
+                "kernel >= 6.12 has a fair server, but debugfs is not mounted so it cannot be read \
+                 (by default it gives SCHED_OTHER 50 ms of every 1 s, preempting RT threads that \
+                 hog a CPU: the ~50 ms stalls of SCHED_FIFO 99)",
+                "mount -t debugfs none /sys/kernel/debug, then rerun preempt check",
+            )
+        } else {
+            item(
+                "fair-server",
+                title,
+                Status::Pass,
+                "none (kernel < 6.12)",
+                "",
+            )
+        };
+    };
+    let mut reserved = Vec::new();
+    for e in entries.flatten() {
+        let cpu = e
+            .file_name()
+            .to_string_lossy()
+            .trim_start_matches("cpu")
+            .to_string();
+        let runtime: u64 = read_trimmed(e.path().join("runtime"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let period: u64 = read_trimmed(e.path().join("period"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if runtime > 0 {
+            reserved.push((cpu, runtime, period));
+        }
+    }
+    if reserved.is_empty() {
+        item(
+            "fair-server",
+            title,
+            Status::Pass,
+            "runtime 0 on every CPU (disabled)",
+            "",
+        )
+    } else {
+        let (_, r, p) = &reserved[0];
+        item(
+            "fair-server",
+            title,
+            Status::Warn,
+            format!(
+                "{} ms of every {} ms reserved for SCHED_OTHER on {} CPU(s): an RT thread that \
+                 keeps a CPU busy is preempted for up to {} ms",
+                r / 1_000_000,
+                p / 1_000_000,
+                reserved.len(),
+                r / 1_000_000
+            ),
+            "only if your RT threads may hog a CPU: echo 0 > \
+             /sys/kernel/debug/sched/fair_server/cpuN/runtime (removes starvation protection)",
+        )
+    }
+}
+
+fn privilege_rtprio() -> CheckItem {
+    let title = "Real-time priority (CAP_SYS_NICE / RLIMIT_RTPRIO)";
+    let cap = caps::has_effective(caps::Capability::SysNice).unwrap_or(false);
+    let limit = limits::rtprio().ok();
+    let soft = limit.and_then(|l| l.soft);
+    if cap {
+        item(
+            "rtprio",
+            title,
+            Status::Pass,
+            "CAP_SYS_NICE held: any policy and priority",
+            "",
+        )
+    } else if limit.is_some_and(|l| l.allows(99)) || soft.is_some_and(|s| s >= 1) {
+        item(
+            "rtprio",
+            title,
+            if soft.unwrap_or(99) >= 99 {
+                Status::Pass
+            } else {
+                Status::Warn
+            },
+            format!(
+                "no CAP_SYS_NICE; RLIMIT_RTPRIO = {}",
+                soft.map_or("unlimited".into(), |s| s.to_string())
+            ),
+            "raise it: '@realtime - rtprio 99' in /etc/security/limits.conf (or ulimit -r 99)",
+        )
+    } else {
+        item(
+            "rtprio",
+            title,
+            Status::Fail,
+            "no CAP_SYS_NICE and RLIMIT_RTPRIO = 0: SCHED_FIFO/RR/DEADLINE will be refused",
+            "run as root, or setcap cap_sys_nice+ep on the binary, or '@realtime - rtprio 99' in \
+             /etc/security/limits.conf",
+        )
+    }
+}
+
+fn privilege_memlock() -> CheckItem {
+    let title = "Memory locking (CAP_IPC_LOCK / RLIMIT_MEMLOCK)";
+    let cap = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false);
+    let soft = limits::memlock().ok().map(|l| l.soft);
+    match (cap, soft) {
+        (true, _) => item(
+            "memlock",
+            title,
+            Status::Pass,
+            "CAP_IPC_LOCK held: mlockall unlimited",
+            "",
+        ),
+        (false, Some(None)) => item(
+            "memlock",
+            title,
+            Status::Pass,
+            "RLIMIT_MEMLOCK unlimited",
+            "",
+        ),
+        (false, Some(Some(bytes))) => item(
+            "memlock",
+            title,
+            Status::Warn,
+            format!(
+                "RLIMIT_MEMLOCK = {} KiB: mlockall of a real program will fail",
+                bytes / 1024
+            ),
+            "'@realtime - memlock unlimited' in /etc/security/limits.conf (or ulimit -l unlimited), \
+             or setcap cap_ipc_lock+ep",
+        ),
+        (false, None) => item("memlock", title, Status::Info, "getrlimit failed", ""),
+    }
+}
+
+fn governor(online: &[usize]) -> CheckItem {
+    let title = "CPU frequency governor";
+    let govs = procfs::governors(online);
+    if govs.is_empty() {
+        return item(
+            "governor",
+            title,
+            Status::Info,
+            "no cpufreq driver (fixed clock or VM)",
+            "",
+        );
+    }
+    let slow: Vec<String> = govs
+        .iter()
+        .filter(|(_, g)| g != "performance")
+        .map(|(c, g)| format!("cpu{c}={g}"))
+        .collect();
+    if slow.is_empty() {
+        item(
+            "governor",
+            title,
+            Status::Pass,
+            "performance on every CPU",
+            "",
+        )
+    } else {
+        item(
+            "governor",
+            title,
+            Status::Warn,
+            slow.join(" "),
+            "cpupower frequency-set -g performance (frequency ramps add latency and jitter)",
+        )
+    }
+}
+
+fn idle_states() -> CheckItem {
+    let title = "CPU idle states";
+    let driver = read_trimmed("/sys/devices/system/cpu/cpuidle/current_driver").unwrap_or_default();
+    let mut deep = Vec::new();
+    let mut all = Vec::new();
+    for n in 0..16 {
+        let base = format!("/sys/devices/system/cpu/cpu0/cpuidle/state{n}");
+        let Some(name) = read_trimmed(format!("{base}/name")) else {
+            break;
+        };
+        let latency: u64 = read_trimmed(format!("{base}/latency"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let disabled = read_trimmed(format!("{base}/disable")).as_deref() == Some("1");
+        all.push(format!(
+            "{name}({latency}us{})",
+            if disabled { ",off" } else { "" }
+        ));
+        if latency > 10 && !disabled {
+            deep.push(name);
+        }
+    }
+    let value = if all.is_empty() {
+        format!(
+            "driver {}; no states listed",
+            if driver.is_empty() { "none" } else { &driver }
+        )
+    } else {
+        format!("driver {driver}: {}", all.join(" "))
+    };
+    if deep.is_empty() {
+        item("idle-states", title, Status::Pass, value, "")
+    } else {
+        item(
+            "idle-states",
+            title,
+            Status::Warn,
+            value,
+            "hold /dev/cpu_dma_latency at 0 while measuring (preempt latency does), or \
+             cpupower idle-set -D 10, or boot with processor.max_cstate=1 intel_idle.max_cstate=0",
+        )
+    }
+}
+
+fn smt() -> CheckItem {
+    let title = "SMT (hyper-threading)";
+    match read_trimmed("/sys/devices/system/cpu/smt/active").as_deref() {
+        Some("1") => item(
+            "smt",
+            title,
+            Status::Warn,
+            format!(
+                "active (control: {})",
+                read_trimmed("/sys/devices/system/cpu/smt/control").unwrap_or_default()
+            ),
+            "boot with nosmt, or offline the siblings of your RT CPUs \
+             (echo 0 > /sys/devices/system/cpu/cpuN/online)",
+        ),
+        Some(_) => item("smt", title, Status::Pass, "inactive", ""),
+        None => item("smt", title, Status::Info, "not reported", ""),
+    }
+}
+
+/// CPUs isolated from the scheduler or from the tick (isolcpus, nohz_full, sysfs).
+fn isolated_cpus(cmdline: &str) -> Vec<usize> {
+    let mut cpus = read_trimmed("/sys/devices/system/cpu/isolated")
+        .map(|s| parse_cpu_list_lenient(&s))
+        .unwrap_or_default();
+    if let Some(v) = cmdline_value(cmdline, "isolcpus") {
+        cpus.extend(parse_cpu_list_lenient(v));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+fn isolation(cmdline: &str, isolated: &[usize], online: &[usize]) -> CheckItem {
+    let title = "CPU isolation (isolcpus, nohz_full, rcu_nocbs)";
+    let nohz = cmdline_value(cmdline, "nohz_full").unwrap_or("-");
+    let rcu = cmdline_value(cmdline, "rcu_nocbs").unwrap_or("-");
+    let value = format!(
+        "isolcpus={} nohz_full={nohz} rcu_nocbs={rcu}",
+        if isolated.is_empty() {
+            "-".to_string()
+        } else {
+            isolated
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+    );
+    if !isolated.is_empty() && nohz != "-" && rcu != "-" {
+        item("isolation", title, Status::Pass, value, "")
+    } else if online.len() < 2 {
+        item(
+            "isolation",
+            title,
+            Status::Info,
+            value + " (one CPU: nothing to isolate)",
+            "",
+        )
+    } else {
+        let last = online.last().copied().unwrap_or(1);
+        item(
+            "isolation",
+            title,
+            Status::Warn,
+            value,
+            format!(
+                "boot with isolcpus=managed_irq,domain,{last} nohz_full={last} rcu_nocbs={last} and \
+                 run the RT loop there (preempt latency --cpus {last})"
+            ),
+        )
+    }
+}
+
+fn irq_affinity(isolated: &[usize]) -> CheckItem {
+    let title = "IRQ affinity of isolated CPUs";
+    if isolated.is_empty() {
+        return item("irq-affinity", title, Status::Info, "no isolated CPUs", "");
+    }
+    let mut offenders = Vec::new();
+    if let Ok(entries) = fs::read_dir("/proc/irq") {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.parse::<u32>().is_err() {
+                continue;
+            }
+            let Some(list) = read_trimmed(e.path().join("effective_affinity_list"))
+                .or_else(|| read_trimmed(e.path().join("smp_affinity_list")))
+            else {
+                continue;
+            };
+            if parse_cpu_list_lenient(&list)
+                .iter()
+                .any(|c| isolated.contains(c))
+            {
+                offenders.push(name);
+            }
+        }
+    }
+    if offenders.is_empty() {
+        item(
+            "irq-affinity",
+            title,
+            Status::Pass,
+            "no IRQ is routed to an isolated CPU",
+            "",
+        )
+    } else {
+        offenders.sort_by_key(|n| n.parse::<u32>().unwrap_or(0));
+        item(
+            "irq-affinity",
+            title,
+            Status::Warn,
+            format!("IRQs {} can run on isolated CPUs", offenders.join(",")),
+            "echo <housekeeping cpus> > /proc/irq/N/smp_affinity_list for each (or isolcpus=managed_irq,...; \
+             stop irqbalance from moving them back)",
+        )
+    }
+}
+
+fn swap() -> CheckItem {
+    let title = "Swap";
+    let text = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let devices: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    if devices.is_empty() {
+        item("swap", title, Status::Pass, "no swap", "")
+    } else {
+        item(
+            "swap",
+            title,
+            Status::Warn,
+            format!("active on {}", devices.join(", ")),
+            "lock real-time processes in RAM (mlockall; preempt does), or swapoff -a",
+        )
+    }
+}
+
+fn transparent_hugepages() -> CheckItem {
+    let title = "Transparent hugepages";
+    let Some(mode) = read_trimmed("/sys/kernel/mm/transparent_hugepage/enabled") else {
+        return item("thp", title, Status::Info, "not available", "");
+    };
+    if mode.contains("[always]") {
+        item(
+            "thp",
+            title,
+            Status::Warn,
+            mode,
+            "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (compaction and \
+             khugepaged stalls hit any thread)",
+        )
+    } else {
+        item("thp", title, Status::Pass, mode, "")
+    }
+}
+
+fn timer_slack() -> CheckItem {
+    let title = "Timer slack";
+    match thread::timer_slack_ns() {
+        Ok(ns) if ns <= 1 => item("timer-slack", title, Status::Pass, format!("{ns} ns"), ""),
+        Ok(ns) => item(
+            "timer-slack",
+            title,
+            Status::Info,
+            format!(
+                "{ns} ns for this (SCHED_OTHER) process: non-RT sleeps may end up to {} us late",
+                ns / 1000
+            ),
+            "prctl(PR_SET_TIMERSLACK, 1) in non-RT threads that need precise wake-ups \
+             (preempt latency sets 1 ns for every policy)",
+        ),
+        Err(e) => item(
+            "timer-slack",
+            title,
+            Status::Info,
+            format!("prctl failed: {e}"),
+            "",
+        ),
+    }
+}
+
+fn clocksource() -> CheckItem {
+    let title = "Clocksource";
+    let current = read_trimmed("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .unwrap_or_default();
+    let available =
+        read_trimmed("/sys/devices/system/clocksource/clocksource0/available_clocksource")
+            .unwrap_or_default();
+    match current.as_str() {
+        "tsc" | "arch_sys_counter" | "riscv_clocksource" | "timebase" => {
+            item("clocksource", title, Status::Pass, current, "")
+        }
+        "kvm-clock" | "hyperv_clocksource_tsc_page" | "xen" => item(
+            "clocksource",
+            title,
+            Status::Info,
+            format!("{current} (paravirtual; available: {available})"),
+            "",
+        ),
+        "" => item("clocksource", title, Status::Info, "not reported", ""),
+        _ => item(
+            "clocksource",
+            title,
+            Status::Warn,
+            format!("{current} (available: {available}): slow clock reads add to every sample"),
+            "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource, or fix \
+             why the kernel marked the TSC unstable (dmesg | grep -i tsc)",
+        ),
+    }
+}
+
+fn virtualization() -> CheckItem {
+    let title = "Virtualisation";
+    let steal = procfs::cpu_times()
+        .into_iter()
+        .find(|(c, _)| c.is_none())
+        .map(|(_, t)| {
+            if t.total() == 0 {
+                0.0
+            } else {
+                100.0 * t.steal as f64 / t.total() as f64
+            }
+        });
+    match procfs::detect_virtualization() {
+        None => item("virtualization", title, Status::Pass, "bare metal", ""),
+        Some(h) => item(
+            "virtualization",
+            title,
+            Status::Warn,
+            format!("{h}; steal time since boot {:.2} %", steal.unwrap_or(0.0)),
+            "the hypervisor can stop a vCPU at any moment: measure on bare metal, or pin the VM's \
+             vCPUs to dedicated host cores",
+        ),
+    }
+}
+
+fn foreign_rt_threads() -> CheckItem {
+    let title = "Other real-time threads";
+    let threads = procfs::foreign_rt_threads(std::process::id() as i32);
+    if threads.is_empty() {
+        item(
+            "rt-threads",
+            title,
+            Status::Pass,
+            "no user-space RT threads running",
+            "",
+        )
+    } else {
+        let names: Vec<String> = threads
+            .iter()
+            .take(8)
+            .map(|t| {
+                format!(
+                    "{}[{}] {}",
+                    t.comm,
+                    t.tid,
+                    match t.policy {
+                        1 => format!("FIFO {}", t.rt_priority),
+                        2 => format!("RR {}", t.rt_priority),
+                        _ => "DEADLINE".into(),
+                    }
+                )
+            })
+            .collect();
+        item(
+            "rt-threads",
+            title,
+            Status::Info,
+            format!("{} running: {}", threads.len(), names.join(", ")),
+            "make sure their priorities are below your loop's, or stop them while measuring",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_item_has_a_fix_unless_it_passes() {
+        let report = run();
+        assert!(report.items.len() >= 15, "{report:?}");
+        for i in &report.items {
+            assert!(
+                !i.id.is_empty() && !i.title.is_empty() && !i.value.is_empty(),
+                "{i:?}"
+            );
+            match i.status {
+                Status::Pass => assert!(i.fix.is_empty(), "{i:?}"),
+                Status::Warn | Status::Fail => assert!(!i.fix.is_empty(), "{i:?}"),
+                Status::Info => {}
+            }
+        }
+        let ids: std::collections::HashSet<_> = report.items.iter().map(|i| &i.id).collect();
+        assert_eq!(ids.len(), report.items.len(), "duplicate ids");
+    }
+
+    #[test]
+    fn isolated_cpus_come_from_the_cmdline_too() {
+        assert!(isolated_cpus("quiet isolcpus=managed_irq,domain,3").contains(&3));
+    }
+}

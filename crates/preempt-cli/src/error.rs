@@ -1,0 +1,114 @@
+//! Error kinds and the process exit codes they map to.
+//!
+//! Errors travel as `anyhow::Error` with context; `main` prints them as `preempt: {:#}` (the
+//! whole context chain on one line) and picks the exit code from the first typed cause found
+//! in the chain:
+//!
+//! | code | meaning |
+//! |------|---------|
+//! | 0    | success (also when stdout is a closed pipe, e.g. `preempt check \| head -1`) |
+//! | 1    | the run failed (I/O error, measurement error) |
+//! | 2    | bad usage: unknown flag, bad value, impossible combination |
+//! | 3    | missing privilege (SCHED_FIFO/DEADLINE refused, tracefs not writable) |
+//! | 4    | `preempt check` found at least one `fail` item |
+//! | 130  | interrupted by Ctrl-C (results measured so far were still written) |
+//!
+//! ```
+//! use preempt_cli::error::{exit_code_of, UsageError};
+//! let e = anyhow::Error::new(UsageError("--priority 120 is out of range".into()));
+//! assert_eq!(exit_code_of(&e), 2);
+//! ```
+
+use std::fmt;
+use std::io;
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the run failed.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code: bad usage.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: missing privilege.
+pub const EXIT_PRIVILEGE: u8 = 3;
+/// Exit code: `check` found a failing item.
+pub const EXIT_CHECK_FAILED: u8 = 4;
+/// Exit code: interrupted by SIGINT/SIGTERM after writing partial results.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// The exit-code table for `--help`.
+pub const EXIT_CODES_HELP: &str = "Exit codes:\n  0    success (also when stdout is a closed pipe)\n  \
+1    the run failed\n  2    bad usage (unknown flag, bad value, impossible combination)\n  \
+3    missing privilege (real-time policy refused, tracefs not writable)\n  \
+4    `preempt check` found a failing item\n  \
+130  interrupted by Ctrl-C (results measured so far were written)";
+
+/// Bad command-line input: a value out of range or an impossible combination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+/// The kernel refused an operation for lack of privilege; the message names the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrivilegeError(pub String);
+
+impl fmt::Display for PrivilegeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for PrivilegeError {}
+
+/// Shorthand for a usage error.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// Whether an error chain contains a broken pipe (stdout closed by the reader).
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The exit code for an error chain.
+pub fn exit_code_of(err: &anyhow::Error) -> u8 {
+    if is_broken_pipe(err) {
+        EXIT_OK
+    } else if err.chain().any(|c| c.is::<UsageError>()) {
+        EXIT_USAGE
+    } else if err.chain().any(|c| c.is::<PrivilegeError>()) {
+        EXIT_PRIVILEGE
+    } else {
+        EXIT_FAILURE
+    }
+}
+
+/// Turns a "permission denied" from setting a policy into a [`PrivilegeError`] naming the
+/// fix; other errors pass through with context.
+pub fn policy_error(err: io::Error, what: &str) -> anyhow::Error {
+    if err.kind() == io::ErrorKind::PermissionDenied {
+        anyhow::Error::new(PrivilegeError(format!(
+            "cannot set {what}: permission denied; run as root, grant CAP_SYS_NICE \
+             (setcap cap_sys_nice,cap_ipc_lock+ep $(which preempt)), or raise RLIMIT_RTPRIO \
+             (ulimit -r 99)"
+        )))
+    } else if err.raw_os_error() == Some(libc_ebusy()) {
+        anyhow::anyhow!(
+            "cannot set {what}: admission control refused the bandwidth (EBUSY); lower \
+             --runtime or raise --period, or check /proc/sys/kernel/sched_rt_runtime_us"
+        )
+    } else {
+        anyhow::Error::new(err).context(format!("cannot set {what}"))
+    }
+}
+
+const fn libc_ebusy() -> i32 {
+    16 // EBUSY on every Linux architecture (asm-generic/errno-base.h)
+}

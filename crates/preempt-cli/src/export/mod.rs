@@ -1,0 +1,135 @@
+//! Exporters: one per file format, each turning a [`ResultFile`] into bytes
+//! (after hyperfine's `src/export/`).
+//!
+//! [`Sink`] owns the destination files of a run and rewrites them atomically (write to a
+//! temporary file, then rename) every time it is given a newer result, so a partial file is
+//! always readable and a crash or Ctrl-C loses at most the last second.
+//!
+//! ```
+//! use preempt_cli::export::{Exporter, json::JsonExporter};
+//! use preempt_cli::results::{CheckReport, ResultFile, RunResult, SysInfo};
+//! let file = ResultFile::new(SysInfo::default(), RunResult::Check(CheckReport { items: vec![] }));
+//! let bytes = JsonExporter.serialize(&file).unwrap();
+//! assert!(bytes.starts_with(b"{\n  \"schema_version\": 1"));
+//! ```
+
+pub mod csv;
+pub mod json;
+#[cfg(test)]
+mod tests;
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::results::ResultFile;
+
+/// Turns a result into the bytes of one file format.
+pub trait Exporter {
+    /// Serializes `result`.
+    fn serialize(&self, result: &ResultFile) -> Result<Vec<u8>>;
+}
+
+/// The files a run writes, each with its exporter.
+#[derive(Default)]
+pub struct Sink {
+    targets: Vec<(PathBuf, Box<dyn Exporter + Send>)>,
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.targets.iter().map(|(p, _)| p))
+            .finish()
+    }
+}
+
+impl Sink {
+    /// A sink for the given optional JSON and CSV paths.
+    pub fn new(json: Option<&Path>, csv: Option<&Path>) -> Self {
+        let mut targets: Vec<(PathBuf, Box<dyn Exporter + Send>)> = Vec::new();
+        if let Some(p) = json {
+            targets.push((p.to_path_buf(), Box::new(json::JsonExporter)));
+        }
+        if let Some(p) = csv {
+            targets.push((p.to_path_buf(), Box::new(csv::CsvExporter)));
+        }
+        Self { targets }
+    }
+
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+
+    /// Checks that every destination directory exists, before a run starts, so a typo does
+    /// not cost a measurement.
+    pub fn preflight(&self) -> Result<()> {
+        for (path, _) in &self.targets {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                return Err(crate::error::usage(format!(
+                    "cannot write {}: directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `result` to every destination, atomically.
+    pub fn write(&self, result: &ResultFile) -> Result<()> {
+        for (path, exporter) in &self.targets {
+            write_atomically(path, &exporter.serialize(result)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
+/// readers never see a half-written file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Reads a result file written by any exporter-compatible producer (JSON), checking the schema
+/// version. For `report`/`compare`: the error names the file.
+pub fn read_json(path: &Path) -> Result<ResultFile> {
+    let text =
+        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let version = value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64);
+    match version {
+        Some(v) if v == u64::from(crate::results::SCHEMA_VERSION) => {}
+        Some(v) => anyhow::bail!(
+            "{} has schema_version {v}; this preempt reads version {}",
+            path.display(),
+            crate::results::SCHEMA_VERSION
+        ),
+        None => anyhow::bail!(
+            "{} is not a preempt result (no schema_version)",
+            path.display()
+        ),
+    }
+    serde_json::from_value(value)
+        .with_context(|| format!("{} is not a valid preempt result", path.display()))
+}

@@ -1,0 +1,296 @@
+//! The validity ledger: what else happened on the machine while a run measured, and the
+//! verdict `clean` / `contaminated: why`.
+//!
+//! A latency figure is only a property of the machine if nothing foreign disturbed the run.
+//! The ledger samples `/proc/stat` before and after (steal time, busy time on the measured
+//! CPUs that is not the tool's own), scans for other real-time threads, notes throttling-sized
+//! stalls and virtualisation, and states which of these contaminate the numbers.
+
+use std::time::Duration;
+
+use crate::procfs::{self, CpuTimes};
+use crate::results::{Ledger, LedgerEntry};
+
+/// Steal above this share of the measured CPUs' time contaminates a run: the hypervisor took
+/// the vCPU away long enough to matter.
+pub const STEAL_LIMIT_PCT: f64 = 0.5;
+/// Foreign busy time above this share of the measured CPUs (without requested stress) means
+/// other work competed with the measurement.
+pub const FOREIGN_BUSY_LIMIT_PCT: f64 = 20.0;
+
+/// `/proc/stat` and the RT-thread scan at the start of a run.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    times: Vec<(Option<usize>, CpuTimes)>,
+}
+
+impl Probe {
+    /// Samples now.
+    pub fn start() -> Self {
+        Self {
+            times: procfs::cpu_times(),
+        }
+    }
+}
+
+/// What the run itself knows, for the ledger.
+#[derive(Debug, Clone, Default)]
+pub struct RunFacts {
+    /// Measured CPUs.
+    pub cpus: Vec<usize>,
+    /// CPU time the measuring threads themselves used.
+    pub own_cpu_time: Duration,
+    /// Stressors were requested (so busy CPUs are expected).
+    pub stress_requested: bool,
+    /// Largest latency observed.
+    pub max_latency_ns: u64,
+    /// Hypervisor, if any.
+    pub virtualization: Option<String>,
+}
+
+/// Observations turned into ledger entries; pure, so the verdict logic is unit-tested.
+#[derive(Debug, Clone, Default)]
+pub struct Observations {
+    /// Steal share of the measured CPUs.
+    pub steal_pct: f64,
+    /// Non-idle share of the measured CPUs not used by the measuring threads.
+    pub foreign_busy_pct: f64,
+    /// Other user-space RT threads (`comm[tid] policy prio`).
+    pub rt_threads: Vec<String>,
+    /// `(sched_rt_runtime_us, sched_rt_period_us)`.
+    pub rt_throttle_us: Option<(i64, i64)>,
+}
+
+impl Probe {
+    /// Closes the probe and judges the run.
+    pub fn finish(&self, facts: &RunFacts) -> Ledger {
+        let end = procfs::cpu_times();
+        let mut d = CpuTimes::default();
+        for (cpu, t) in &end {
+            let Some(c) = cpu else { continue };
+            if !facts.cpus.contains(c) {
+                continue;
+            }
+            if let Some((_, s)) = self.times.iter().find(|(x, _)| x == cpu) {
+                let delta = t.since(s);
+                d.busy += delta.busy;
+                d.idle += delta.idle;
+                d.steal += delta.steal;
+            }
+        }
+        // /proc/stat counts in USER_HZ, which is 100 on every Linux ABI (sysconf(_SC_CLK_TCK)).
+        const TICK_NS: f64 = 10_000_000.0;
+        let total = d.total() as f64;
+        let own_ticks = facts.own_cpu_time.as_nanos() as f64 / TICK_NS;
+        let pct = |v: f64| {
+            if total > 0.0 {
+                (100.0 * v / total).clamp(0.0, 100.0)
+            } else {
+                0.0
+            }
+        };
+        let rt_threads = procfs::foreign_rt_threads(std::process::id() as i32)
+            .into_iter()
+            .map(|t| {
+                format!(
+                    "{}[{}] policy {} prio {}",
+                    t.comm, t.tid, t.policy, t.rt_priority
+                )
+            })
+            .collect();
+        let read = |p: &str| procfs::read_trimmed(p).and_then(|v| v.parse::<i64>().ok());
+        let obs = Observations {
+            steal_pct: pct(d.steal as f64),
+            foreign_busy_pct: pct((d.busy as f64 - own_ticks).max(0.0)),
+            rt_threads,
+            rt_throttle_us: read("/proc/sys/kernel/sched_rt_runtime_us")
+                .zip(read("/proc/sys/kernel/sched_rt_period_us")),
+        };
+        judge(&obs, facts)
+    }
+}
+
+/// The verdict from observations.
+pub fn judge(obs: &Observations, facts: &RunFacts) -> Ledger {
+    let mut entries = vec![
+        LedgerEntry {
+            name: "steal-time".into(),
+            value: format!("{:.2} % of the measured CPUs' time", obs.steal_pct),
+            contaminates: obs.steal_pct > STEAL_LIMIT_PCT,
+        },
+        LedgerEntry {
+            name: "cpu-busy".into(),
+            value: format!(
+                "{:.1} % busy with work other than the measurement{}",
+                obs.foreign_busy_pct,
+                if facts.stress_requested {
+                    " (stress requested)"
+                } else {
+                    ""
+                }
+            ),
+            contaminates: !facts.stress_requested && obs.foreign_busy_pct > FOREIGN_BUSY_LIMIT_PCT,
+        },
+        LedgerEntry {
+            name: "rt-threads".into(),
+            value: if obs.rt_threads.is_empty() {
+                "no other real-time threads".into()
+            } else {
+                obs.rt_threads.join(", ")
+            },
+            contaminates: !obs.rt_threads.is_empty(),
+        },
+    ];
+    // A stall at least 80 % as long as the throttling window is the signature of RT
+    // throttling or the fair server (both default to 50 ms of every second).
+    let (throttle_value, throttled) = match obs.rt_throttle_us {
+        Some((runtime, period)) if runtime >= 0 && period > runtime => {
+            let window_ns = u64::try_from(period - runtime).unwrap_or(0) * 1_000;
+            let hit = facts.max_latency_ns >= window_ns * 4 / 5;
+            (
+                format!(
+                    "sched_rt_runtime_us {runtime}/{period}; {}",
+                    if hit {
+                        format!(
+                            "a {:.1} ms stall matches the {} ms throttling window",
+                            facts.max_latency_ns as f64 / 1e6,
+                            window_ns / 1_000_000
+                        )
+                    } else {
+                        "no stall of throttling size".into()
+                    }
+                ),
+                hit,
+            )
+        }
+        Some((runtime, _)) => (
+            format!("sched_rt_runtime_us {runtime} (throttling off)"),
+            false,
+        ),
+        None => ("sched_rt_runtime_us unreadable".into(), false),
+    };
+    entries.push(LedgerEntry {
+        name: "throttling".into(),
+        value: throttle_value,
+        contaminates: throttled,
+    });
+    entries.push(LedgerEntry {
+        name: "virtualization".into(),
+        value: facts
+            .virtualization
+            .clone()
+            .unwrap_or_else(|| "bare metal".into()),
+        contaminates: facts.virtualization.is_some(),
+    });
+    let reasons: Vec<String> = entries
+        .iter()
+        .filter(|e| e.contaminates)
+        .map(|e| format!("{} ({})", e.name, e.value))
+        .collect();
+    let verdict = if reasons.is_empty() {
+        "clean".into()
+    } else {
+        format!("contaminated: {}", reasons.join("; "))
+    };
+    Ledger { verdict, entries }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> RunFacts {
+        RunFacts {
+            cpus: vec![0],
+            max_latency_ns: 30_000,
+            ..RunFacts::default()
+        }
+    }
+
+    #[test]
+    fn quiet_bare_metal_is_clean() {
+        let obs = Observations {
+            steal_pct: 0.1,
+            foreign_busy_pct: 3.0,
+            rt_throttle_us: Some((950_000, 1_000_000)),
+            ..Default::default()
+        };
+        let l = judge(&obs, &facts());
+        assert_eq!(l.verdict, "clean");
+        assert!(l.is_clean());
+    }
+
+    #[test]
+    fn each_cause_contaminates_and_is_named() {
+        let base = Observations {
+            rt_throttle_us: Some((950_000, 1_000_000)),
+            ..Default::default()
+        };
+        let cases: Vec<(Observations, RunFacts, &str)> = vec![
+            (
+                Observations {
+                    steal_pct: 2.0,
+                    ..base.clone()
+                },
+                facts(),
+                "steal-time",
+            ),
+            (
+                Observations {
+                    foreign_busy_pct: 60.0,
+                    ..base.clone()
+                },
+                facts(),
+                "cpu-busy",
+            ),
+            (
+                Observations {
+                    rt_threads: vec!["x[1] policy 1 prio 90".into()],
+                    ..base.clone()
+                },
+                facts(),
+                "rt-threads",
+            ),
+            (
+                base.clone(),
+                RunFacts {
+                    max_latency_ns: 49_000_000,
+                    ..facts()
+                },
+                "throttling",
+            ),
+            (
+                base.clone(),
+                RunFacts {
+                    virtualization: Some("kvm".into()),
+                    ..facts()
+                },
+                "virtualization",
+            ),
+        ];
+        for (obs, f, name) in cases {
+            let l = judge(&obs, &f);
+            assert!(
+                l.verdict.starts_with("contaminated: ") && l.verdict.contains(name),
+                "{}",
+                l.verdict
+            );
+        }
+    }
+
+    #[test]
+    fn requested_stress_is_not_contamination() {
+        let obs = Observations {
+            foreign_busy_pct: 95.0,
+            ..Default::default()
+        };
+        let l = judge(
+            &obs,
+            &RunFacts {
+                stress_requested: true,
+                ..facts()
+            },
+        );
+        assert_eq!(l.verdict, "clean");
+    }
+}

@@ -1,0 +1,106 @@
+//! The measurement engines: `latency` ([`latency`]), `matrix` ([`matrix`]) and `wakeup`
+//! ([`wakeup`]), plus what they share: the real-time environment (memory locking,
+//! `/dev/cpu_dma_latency`), the stop flag set by Ctrl-C, the tool's own overhead
+//! ([`overhead`]), the calibrated compute step ([`work`]) and the validity ledger ([`ledger`]).
+
+pub mod latency;
+pub mod ledger;
+pub mod matrix;
+pub mod overhead;
+pub mod wakeup;
+pub mod work;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result};
+use preempt_io::sys::{cpu, mem};
+
+use crate::config::RtConfig;
+use crate::warnings::Warning;
+
+/// Set by SIGINT/SIGTERM: measuring loops stop at their next wake-up and the run writes what
+/// it has. A second Ctrl-C kills the process at once (exit 130).
+pub fn install_stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Order matters (signal-hook docs): the conditional shutdown must be registered first
+        // so that it sees the flag still false on the first signal.
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
+            .context("cannot install the Ctrl-C handler")?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("cannot install the Ctrl-C handler")?;
+    }
+    Ok(stop)
+}
+
+/// The process-wide real-time setup of a run; undone when dropped.
+#[derive(Debug)]
+pub struct RtEnvironment {
+    dma: Option<cpu::CpuDmaLatency>,
+    locked: bool,
+    /// Warnings raised while setting up.
+    pub warnings: Vec<Warning>,
+}
+
+impl RtEnvironment {
+    /// Locks memory and holds `/dev/cpu_dma_latency` at 0 as configured; failures become
+    /// warnings (the run still measures, and says what it could not do).
+    pub fn prepare(rt: RtConfig) -> Self {
+        let mut warnings = Vec::new();
+        let mut locked = false;
+        if rt.mlock {
+            match mem::lock_all_memory() {
+                Ok(()) => locked = true,
+                Err(e) => warnings.push(Warning::MlockFailed {
+                    error: e.to_string(),
+                }),
+            }
+            // Keep freed memory in the process instead of returning it (and faulting it back).
+            if let Err(e) = mem::tune_allocator_for_real_time() {
+                warnings.push(Warning::MlockFailed {
+                    error: format!("mallopt: {e}"),
+                });
+            }
+        } else {
+            warnings.push(Warning::MlockDisabled);
+        }
+        let dma = if rt.dma_latency {
+            match cpu::hold_cpu_dma_latency(0) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    warnings.push(Warning::CpuDmaLatencyUnset {
+                        error: e.to_string(),
+                    });
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Self {
+            dma,
+            locked,
+            warnings,
+        }
+    }
+
+    /// The `/dev/cpu_dma_latency` target held, if any.
+    pub fn dma_latency_us(&self) -> Option<i32> {
+        self.dma.as_ref().map(cpu::CpuDmaLatency::target_us)
+    }
+
+    /// Whether mlockall succeeded.
+    pub fn memory_locked(&self) -> bool {
+        self.locked
+    }
+}
+
+impl Drop for RtEnvironment {
+    fn drop(&mut self) {
+        if self.locked {
+            // Unlocking at the end only gives memory back early; failure changes nothing.
+            let _ = mem::unlock_all_memory();
+        }
+    }
+}

@@ -1,0 +1,571 @@
+//! The results schema: every file `preempt` writes is one [`ResultFile`].
+//!
+//! One schema serves every subcommand (`check`, `latency`, `matrix`, `wakeup`, and later
+//! `micro`), so `preempt report` and `preempt compare` read any result the same way. Rules
+//! (STYLE.md item 12, docs/results-schema.md):
+//! - the top level carries [`SCHEMA_VERSION`], the tool version, the system information and
+//!   whether the file is `complete` (partial files are rewritten while a run goes);
+//! - every quantity has its unit in its field name (`*_ns`, `*_us`, `*_pct`);
+//! - every distribution carries its raw histogram, so percentiles can be recomputed and runs
+//!   merged without the original samples.
+//!
+//! ```
+//! use preempt_cli::results::{RunResult, SCHEMA_VERSION};
+//! let text = r#"{"schema_version":1,"tool":{"name":"preempt","version":"0.1.0"},
+//!   "complete":true,"interrupted":false,"started_unix_ms":0,"elapsed_ns":0,
+//!   "sysinfo":{"hostname":"h","kernel_release":"6.1","kernel_version":"#1","machine":"x86_64",
+//!   "cmdline":"","cpu_model":"cpu","cpus_online":[0],"governors":[],"preempt_model":"full",
+//!   "preempt_dynamic":false,"realtime_flag":null,"clocksource":"tsc","virtualization":null,
+//!   "argv":["preempt","check"]},
+//!   "warnings":[],"kind":"check","data":{"items":[]}}"#;
+//! let file: preempt_cli::results::ResultFile = serde_json::from_str(text).unwrap();
+//! assert_eq!(file.schema_version, SCHEMA_VERSION);
+//! assert!(matches!(file.result, RunResult::Check(_)));
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::histogram::{self, Snapshot};
+use crate::stats::summary::Summary;
+
+/// Version of this schema. Bumped on any change that an older reader would misread; readers
+/// refuse files with a newer major version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultFile {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// The program that wrote the file.
+    pub tool: Tool,
+    /// `false` in the partial files written while a run is going.
+    pub complete: bool,
+    /// The run was stopped early (Ctrl-C, `--break-at`); the data covers what ran.
+    pub interrupted: bool,
+    /// Wall-clock start, milliseconds since the Unix epoch (for humans; durations use
+    /// CLOCK_MONOTONIC).
+    pub started_unix_ms: u64,
+    /// Monotonic time from start to the moment the file was written.
+    pub elapsed_ns: u64,
+    /// The machine the run measured.
+    pub sysinfo: SysInfo,
+    /// Threats to the validity of the numbers, found before or during the run.
+    pub warnings: Vec<WarningRecord>,
+    /// The subcommand's own data, tagged `kind` (`check`, `latency`, `matrix`, `wakeup`).
+    #[serde(flatten)]
+    pub result: RunResult,
+}
+
+impl ResultFile {
+    /// A complete, uninterrupted result with no warnings, started now.
+    pub fn new(sysinfo: SysInfo, result: RunResult) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this(),
+            complete: true,
+            interrupted: false,
+            started_unix_ms: crate::sysinfo::unix_ms_now(),
+            elapsed_ns: 0,
+            sysinfo,
+            warnings: Vec::new(),
+            result,
+        }
+    }
+}
+
+/// The subcommand-specific part of a [`ResultFile`], serialized as `"kind": ..., "data": {...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
+pub enum RunResult {
+    /// `preempt check`.
+    Check(CheckReport),
+    /// `preempt latency`.
+    Latency(Box<LatencyResult>),
+    /// `preempt matrix`.
+    Matrix(Box<MatrixResult>),
+    /// `preempt wakeup`.
+    Wakeup(Box<WakeupResult>),
+}
+
+impl RunResult {
+    /// The `kind` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Check(_) => "check",
+            Self::Latency(_) => "latency",
+            Self::Matrix(_) => "matrix",
+            Self::Wakeup(_) => "wakeup",
+        }
+    }
+}
+
+/// Name and version of the writer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    /// Always `preempt`.
+    pub name: String,
+    /// The crate version.
+    pub version: String,
+}
+
+impl Tool {
+    /// This program.
+    pub fn this() -> Self {
+        Self {
+            name: "preempt".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// The system a result was measured on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SysInfo {
+    /// `uname -n`.
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v` (holds `PREEMPT_RT` / `PREEMPT_DYNAMIC`).
+    pub kernel_version: String,
+    /// `uname -m`.
+    pub machine: String,
+    /// `/proc/cmdline`.
+    pub cmdline: String,
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cpus_online: Vec<usize>,
+    /// cpufreq governor of each CPU that has one (`[cpu, governor]`); empty when the kernel
+    /// exposes no cpufreq (common in VMs).
+    pub governors: Vec<(usize, String)>,
+    /// Preemption model in effect: `none`, `voluntary`, `full`, `lazy`, `rt` or `unknown`.
+    pub preempt_model: String,
+    /// `PREEMPT_DYNAMIC` kernel (model switchable at boot or run time).
+    pub preempt_dynamic: bool,
+    /// `/sys/kernel/realtime` (`None` when the file does not exist).
+    pub realtime_flag: Option<bool>,
+    /// Current clocksource.
+    pub clocksource: String,
+    /// Hypervisor, when running virtualised.
+    pub virtualization: Option<String>,
+    /// The command line of this run, as an array.
+    pub argv: Vec<String>,
+}
+
+/// A threat to validity, as stored in a file (see `warnings::Warning`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarningRecord {
+    /// Stable kebab-case identifier, e.g. `not-preempt-rt`.
+    pub code: String,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub hint: String,
+}
+
+/// A histogram in sparse form: the non-empty buckets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistogramRecord {
+    /// Resolution parameter of the log-linear layout (values below `2^bits` ns are exact).
+    pub sub_bucket_bits: u32,
+    /// Sum of all samples (with the bucket counts, gives the exact mean).
+    pub sum_ns: u64,
+    /// Non-empty buckets in increasing order.
+    pub buckets: Vec<Bucket>,
+}
+
+/// One histogram bucket: `count` samples lay in `lower_ns..=upper_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bucket {
+    /// Smallest value of the bucket.
+    pub lower_ns: u64,
+    /// Largest value of the bucket (inclusive).
+    pub upper_ns: u64,
+    /// Samples in the bucket.
+    pub count: u64,
+}
+
+/// One of the largest samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorstSample {
+    /// Period index (0 = first release); matches `cycle` in `--trace-samples` files.
+    pub cycle: u64,
+    /// The sample.
+    pub value_ns: u64,
+}
+
+/// A distribution: summary, raw histogram, and the largest samples with their cycle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    /// Count, percentiles, extremes.
+    pub summary: Summary,
+    /// The raw histogram the summary was computed from.
+    pub histogram: HistogramRecord,
+    /// The largest samples, largest first.
+    pub worst: Vec<WorstSample>,
+}
+
+impl Distribution {
+    /// Builds the record of a histogram snapshot.
+    pub fn from_snapshot(s: &Snapshot) -> Self {
+        Self {
+            summary: Summary::from_snapshot(s),
+            histogram: HistogramRecord {
+                sub_bucket_bits: histogram::SUB_BUCKET_BITS,
+                sum_ns: s.sum_ns(),
+                buckets: s
+                    .nonzero_buckets()
+                    .map(|(i, count)| Bucket {
+                        lower_ns: histogram::bucket_lower_ns(i),
+                        upper_ns: histogram::bucket_upper_ns(i),
+                        count,
+                    })
+                    .collect(),
+            },
+            worst: s
+                .worst()
+                .iter()
+                .map(|&(value_ns, cycle)| WorstSample { cycle, value_ns })
+                .collect(),
+        }
+    }
+
+    /// Rebuilds the snapshot (for merging and recomputing percentiles), or `None` if the
+    /// histogram was written with another layout.
+    pub fn to_snapshot(&self) -> Option<Snapshot> {
+        if self.histogram.sub_bucket_bits != histogram::SUB_BUCKET_BITS {
+            return None;
+        }
+        Snapshot::from_sparse(
+            self.histogram
+                .buckets
+                .iter()
+                .map(|b| (histogram::bucket_index(b.lower_ns), b.count)),
+            self.histogram.sum_ns,
+            self.summary.min_ns,
+            self.summary.max_ns,
+            self.worst.iter().map(|w| (w.value_ns, w.cycle)).collect(),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// check
+
+/// Outcome of one readiness check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Good for real-time work.
+    Pass,
+    /// Information only (nothing to fix, or nothing could be read).
+    Info,
+    /// Hurts latency or the validity of measurements; fix recommended.
+    Warn,
+    /// Real-time threads will not work as expected until fixed.
+    Fail,
+}
+
+/// One item of `preempt check`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckItem {
+    /// Stable identifier, e.g. `preempt-model`.
+    pub id: String,
+    /// Short human title.
+    pub title: String,
+    /// Verdict.
+    pub status: Status,
+    /// What was found.
+    pub value: String,
+    /// How to fix it (empty when passing).
+    pub fix: String,
+}
+
+/// `preempt check` results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// Every item, in display order.
+    pub items: Vec<CheckItem>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// latency
+
+/// A scheduling policy as recorded in a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyRecord {
+    /// `other`, `fifo`, `rr` or `deadline`.
+    pub name: String,
+    /// Real-time priority (fifo, rr).
+    pub priority: Option<u8>,
+    /// Nice value (other).
+    pub nice: Option<i32>,
+    /// SCHED_DEADLINE runtime.
+    pub runtime_ns: Option<u64>,
+    /// SCHED_DEADLINE relative deadline.
+    pub deadline_ns: Option<u64>,
+    /// SCHED_DEADLINE period.
+    pub period_ns: Option<u64>,
+}
+
+impl PolicyRecord {
+    /// Short label such as `fifo:99`, `other:nice-19`, `deadline:400us`.
+    pub fn label(&self) -> String {
+        match (
+            self.name.as_str(),
+            self.priority,
+            self.nice,
+            self.runtime_ns,
+        ) {
+            (_, Some(p), _, _) => format!("{}:{p}", self.name),
+            (_, _, Some(n), _) => format!("{}:nice{n}", self.name),
+            (_, _, _, Some(r)) => format!("{}:{}us", self.name, r / 1_000),
+            _ => self.name.clone(),
+        }
+    }
+}
+
+/// The settings a latency run used (after defaults and validation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencySettings {
+    /// Scheduling policy of the measuring threads.
+    pub policy: PolicyRecord,
+    /// Period between releases.
+    pub interval_ns: u64,
+    /// Releases per thread (the run ends after this many or after the duration).
+    pub releases_per_thread: u64,
+    /// CPUs measured, one thread each (for SCHED_DEADLINE the threads are not pinned; see
+    /// `cpus_seen` per thread).
+    pub cpus: Vec<usize>,
+    /// Whether threads were pinned to their CPU.
+    pub pinned: bool,
+    /// Compute step per period (`--work-us`), 0 for none.
+    pub work_ns: u64,
+    /// Loop iterations of the compute step, calibrated to take `work_ns` when idle.
+    pub work_iterations: u64,
+    /// Timer slack set on every measuring thread, whatever its policy.
+    pub timer_slack_ns: u64,
+    /// `mlockall` was requested.
+    pub mlock: bool,
+    /// `/dev/cpu_dma_latency` target held during the run, when it could be opened.
+    pub cpu_dma_latency_us: Option<i32>,
+    /// Built-in or external stressors running during the measurement (empty = none).
+    pub stress: Vec<String>,
+    /// `builtin` or `stress-ng`.
+    pub stress_tool: String,
+    /// `--break-at` threshold.
+    pub break_at_ns: Option<u64>,
+}
+
+/// The tool's own cost, measured before the run (STYLE.md item 13).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// Two back-to-back CLOCK_MONOTONIC reads: the floor of any latency sample.
+    pub clock_read: Summary,
+    /// `clock_getres(CLOCK_MONOTONIC)`.
+    pub clock_resolution_ns: u64,
+}
+
+/// Per-thread results of a latency run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadResult {
+    /// CPU the thread was pinned to (`None` when unpinned).
+    pub cpu: Option<usize>,
+    /// CPUs the thread was seen running on at wake-up (sampled when unpinned).
+    pub cpus_seen: Vec<usize>,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Releases that fell within the run (samples + missed periods).
+    pub releases: u64,
+    /// Releases that were measured.
+    pub samples: u64,
+    /// Releases that passed entirely while the thread was still late for an earlier one
+    /// (cyclictest silently skips these).
+    pub missed_periods: u64,
+    /// Periods whose completion came after release + deadline (the deadline is `--deadline`
+    /// for SCHED_DEADLINE and the period otherwise).
+    pub deadline_misses: u64,
+    /// Wake-up latency: actual wake-up minus intended release.
+    pub latency: Distribution,
+    /// Response time: completion of the compute step minus release (with `--work-us`).
+    pub response: Option<Distribution>,
+    /// Duration of the compute step itself (with `--work-us`).
+    pub compute: Option<Distribution>,
+    /// Minor page faults of the thread during the run (should be 0 with mlock).
+    pub minor_faults: u64,
+    /// Major page faults during the run.
+    pub major_faults: u64,
+    /// Times the thread was preempted.
+    pub involuntary_switches: u64,
+}
+
+/// One check of the validity ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// Identifier, e.g. `steal-time`.
+    pub name: String,
+    /// What was observed.
+    pub value: String,
+    /// Whether this observation makes the numbers unrepresentative of the machine alone.
+    pub contaminates: bool,
+}
+
+/// What else was happening while the run measured, and whether the numbers can be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// `clean` or `contaminated: <reasons>`.
+    pub verdict: String,
+    /// Observations.
+    pub entries: Vec<LedgerEntry>,
+}
+
+impl Ledger {
+    /// Whether the verdict is `clean`.
+    pub fn is_clean(&self) -> bool {
+        self.entries.iter().all(|e| !e.contaminates)
+    }
+}
+
+/// `--break-at` fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BreakEvent {
+    /// Thread index (position in `threads`).
+    pub thread: usize,
+    /// Cycle of the sample.
+    pub cycle: u64,
+    /// The sample.
+    pub latency_ns: u64,
+    /// Whether tracing was stopped (false when tracefs was unavailable).
+    pub tracing_stopped: bool,
+}
+
+/// `preempt latency` results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyResult {
+    /// Settings of the run.
+    pub settings: LatencySettings,
+    /// The tool's own overhead.
+    pub overhead: Overhead,
+    /// One entry per measuring thread.
+    pub threads: Vec<ThreadResult>,
+    /// All threads' latency merged.
+    pub latency_all: Summary,
+    /// Validity ledger.
+    pub ledger: Ledger,
+    /// Set when `--break-at` stopped the run.
+    pub break_event: Option<BreakEvent>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// matrix
+
+/// One cell of `preempt matrix`: a policy row under one stress level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixCell {
+    /// Row label, e.g. `SCHED_FIFO 99`.
+    pub row: String,
+    /// The policy of the row.
+    pub policy: PolicyRecord,
+    /// `none` or `heavy`.
+    pub stress: String,
+    /// The cell's own latency result file, relative to the summary file.
+    pub result_file: Option<String>,
+    /// Wake-up latency over all threads (`None` when the cell could not run).
+    pub latency: Option<Summary>,
+    /// Compute-step duration over all threads.
+    pub compute: Option<Summary>,
+    /// Response time over all threads.
+    pub response: Option<Summary>,
+    /// Missed periods over all threads.
+    pub missed_periods: u64,
+    /// Deadline misses over all threads.
+    pub deadline_misses: u64,
+    /// Validity verdict of the cell.
+    pub verdict: String,
+    /// Why the cell could not run.
+    pub error: Option<String>,
+}
+
+/// `preempt matrix` results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixResult {
+    /// Period of the loop.
+    pub period_ns: u64,
+    /// Measuring time of each cell.
+    pub duration_per_cell_ns: u64,
+    /// Compute step per period.
+    pub work_ns: u64,
+    /// CPUs measured in each cell.
+    pub cpus: Vec<usize>,
+    /// Cells, stress-major then in row order.
+    pub cells: Vec<MatrixCell>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// wakeup
+
+/// One event source under one load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeupCase {
+    /// `eventfd`, `pipe`, `timerfd`, `signal` or `gpio`.
+    pub source: String,
+    /// `idle` or the stressors, e.g. `cpu,memory,io,sched`.
+    pub load: String,
+    /// CPU of the blocked SCHED_FIFO thread.
+    pub waiter_cpu: usize,
+    /// CPU of the triggering thread (the timer fires from the kernel for `timerfd`).
+    pub trigger_cpu: Option<usize>,
+    /// wake − trigger.
+    pub latency: Option<Distribution>,
+    /// Why the case was skipped.
+    pub skipped: Option<String>,
+}
+
+/// `preempt wakeup` results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeupResult {
+    /// Priority of the waiting thread.
+    pub priority: u8,
+    /// Samples per case.
+    pub samples_per_case: u64,
+    /// Gap between triggers.
+    pub interval_ns: u64,
+    /// The tool's own overhead.
+    pub overhead: Overhead,
+    /// Cases, load-major.
+    pub cases: Vec<WakeupCase>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::histogram::Histogram;
+
+    #[test]
+    fn distribution_round_trips_through_json() {
+        let h = Histogram::new();
+        for (i, v) in [3_000u64, 4_100, 55_555, 1_234_567].into_iter().enumerate() {
+            h.record(v, i as u64);
+        }
+        let snap = h.snapshot();
+        let d = Distribution::from_snapshot(&snap);
+        let back: Distribution = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+        assert_eq!(back, d);
+        assert_eq!(back.to_snapshot().unwrap(), snap);
+        assert_eq!(
+            d.worst[0],
+            WorstSample {
+                cycle: 3,
+                value_ns: 1_234_567
+            }
+        );
+    }
+
+    #[test]
+    fn foreign_bucket_layout_is_refused() {
+        let mut d = Distribution::from_snapshot(&Histogram::new().snapshot());
+        d.histogram.sub_bucket_bits = 7;
+        assert!(d.to_snapshot().is_none());
+    }
+}

@@ -1,0 +1,599 @@
+//! CLI integration tests: every subcommand end to end, plus bad input and exit codes.
+//!
+//! Runs are kept short (`--loops 200 --interval 1000`, `--duration 100ms`) so the whole file
+//! takes seconds. Tests that need SCHED_FIFO skip with a message when not privileged.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command as StdCommand, Stdio};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_preempt");
+
+fn preempt() -> Command {
+    let mut c = Command::new(BIN);
+    c.env_remove("RUST_BACKTRACE");
+    c
+}
+
+fn privileged() -> bool {
+    let ok = preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: needs CAP_SYS_NICE (run as root) for SCHED_FIFO");
+    }
+    ok
+}
+
+fn json(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Asserts a usage error: exit 2 and one line on stderr that starts with `preempt: ` and
+/// contains `needle`.
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = preempt().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: not one line: {stderr}"
+    );
+    assert!(
+        stderr.starts_with("preempt: ") && stderr.contains(needle),
+        "{args:?}: {stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{args:?}");
+}
+
+#[test]
+fn help_documents_subcommands_and_exit_codes() {
+    preempt()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("check").and(predicate::str::contains("latency")))
+        .stdout(predicate::str::contains("Exit codes:").and(predicate::str::contains("130")));
+    preempt()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("preempt "));
+    preempt().assert().code(2);
+}
+
+#[test]
+fn check_prints_every_item_and_exit_code_follows_failures() {
+    let out = preempt().arg("check").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Kernel preemption model") && text.contains("summary:"),
+        "{text}"
+    );
+    let failed = text.contains("  FAIL  ");
+    assert_eq!(
+        out.status.code(),
+        Some(if failed { 4 } else { 0 }),
+        "{text}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("check.json");
+    let out = preempt()
+        .args(["check", "--json", "--export-json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "check");
+    assert_eq!(v["schema_version"], 1);
+    let items = v["data"]["items"].as_array().unwrap();
+    assert!(items.len() >= 15);
+    assert!(items.iter().any(|i| i["id"] == "fair-server"));
+    assert_eq!(
+        json(&file)["data"]["items"].as_array().unwrap().len(),
+        items.len()
+    );
+    assert_eq!(v["sysinfo"]["argv"][1], "check");
+}
+
+#[test]
+fn closed_stdout_exits_zero() {
+    let mut child = StdCommand::new(BIN)
+        .arg("check")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before the report is printed
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn latency_writes_json_csv_and_trace() {
+    if !privileged() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (j, c, t) = (
+        dir.path().join("r.json"),
+        dir.path().join("r.csv"),
+        dir.path().join("t.csv"),
+    );
+    let out = preempt()
+        .args([
+            "latency",
+            "--loops",
+            "200",
+            "--interval",
+            "1000",
+            "--cpus",
+            "0",
+            "--work-us",
+            "20",
+        ])
+        .arg("--export-json")
+        .arg(&j)
+        .arg("--export-csv")
+        .arg(&c)
+        .arg("--trace-samples")
+        .arg(&t)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("wake-up latency")
+            && stdout.contains("compute step")
+            && stdout.contains("verdict:"),
+        "{stdout}"
+    );
+    let v = json(&j);
+    assert_eq!(
+        (v["complete"].as_bool(), v["interrupted"].as_bool()),
+        (Some(true), Some(false))
+    );
+    let th = &v["data"]["threads"][0];
+    assert_eq!(th["releases"], 200);
+    let samples = th["samples"].as_u64().unwrap();
+    assert_eq!(samples + th["missed_periods"].as_u64().unwrap(), 200);
+    assert_eq!(th["latency"]["summary"]["count"].as_u64(), Some(samples));
+    assert!(th["response"]["summary"]["count"].as_u64() == Some(samples));
+    assert!(
+        !th["latency"]["histogram"]["buckets"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(v["data"]["settings"]["policy"]["priority"], 80);
+    assert!(
+        v["data"]["overhead"]["clock_read"]["p50_ns"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        v["data"]["ledger"]["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("clean")
+            || v["data"]["ledger"]["verdict"]
+                .as_str()
+                .unwrap()
+                .starts_with("contaminated: ")
+    );
+    let csv = std::fs::read_to_string(&c).unwrap();
+    assert_eq!(csv.lines().count(), 2);
+    assert!(csv.starts_with("thread,cpu,policy,"));
+    let trace = std::fs::read_to_string(&t).unwrap();
+    assert_eq!(trace.lines().count() as u64, samples + 1);
+    assert!(trace.starts_with("thread,cpu,cycle,release_ns,wake_ns,latency_ns"));
+}
+
+#[test]
+fn latency_json_on_stdout_for_other_and_deadline() {
+    if !privileged() {
+        return;
+    }
+    for args in [
+        &["--policy", "other", "--nice", "5", "--interval", "500"][..],
+        &[
+            "--policy",
+            "deadline",
+            "--runtime",
+            "200",
+            "--interval",
+            "2000",
+        ][..],
+        &[
+            "--policy",
+            "rr",
+            "--priority",
+            "10",
+            "--no-mlock",
+            "--no-dma-latency",
+        ][..],
+    ] {
+        let out = preempt()
+            .args(["latency", "--loops", "100", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["kind"], "latency");
+        let threads = v["data"]["threads"].as_array().unwrap();
+        assert_eq!(
+            threads.len(),
+            v["sysinfo"]["cpus_online"].as_array().unwrap().len()
+        );
+        assert!(threads.iter().all(|t| t["releases"] == 100));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if args[1] == "other" {
+            assert!(stderr.contains("not a real-time policy"), "{stderr}");
+        }
+        if args[1] == "deadline" {
+            assert_eq!(v["data"]["settings"]["pinned"], false);
+            assert_eq!(v["data"]["settings"]["policy"]["runtime_ns"], 200_000);
+        }
+        if args[1] == "rr" {
+            assert!(
+                stderr.contains("mlock-disabled") || stderr.contains("memory is not locked"),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn latency_bad_input_is_one_line_naming_the_flag() {
+    assert_usage_error(
+        &["latency", "--priority", "120"],
+        "--priority 120 is out of range",
+    );
+    assert_usage_error(
+        &["latency", "--policy", "deadline"],
+        "--policy deadline needs --runtime",
+    );
+    assert_usage_error(&["latency", "--cpus", "999"], "CPU 999 is not online");
+    assert_usage_error(&["latency", "--interval", "abc"], "--interval");
+    assert_usage_error(&["latency", "--frobnicate"], "--frobnicate");
+    assert_usage_error(&["latency", "--policy", "sporadic"], "--policy");
+    assert_usage_error(&["latency", "--loops", "5", "--duration", "1s"], "--loops");
+    assert_usage_error(
+        &["latency", "--work-us", "2000"],
+        "--work-us 2000 does not fit",
+    );
+    assert_usage_error(
+        &[
+            "latency",
+            "--export-json",
+            "/nonexistent/dir/r.json",
+            "--loops",
+            "10",
+        ],
+        "does not exist",
+    );
+}
+
+#[test]
+fn unprivileged_real_time_is_a_privilege_error() {
+    use std::os::unix::process::CommandExt;
+    if !privileged() {
+        return;
+    }
+    // Run as `nobody` with RLIMIT_RTPRIO 0: SCHED_FIFO must be refused with the fix named.
+    let out = StdCommand::new(BIN)
+        .args(["latency", "--loops", "10", "--no-mlock", "--no-dma-latency"])
+        .uid(65534)
+        .gid(65534)
+        .env("PREEMPT_TEST_UNPRIVILEGED", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(126)
+        || stderr.contains("Permission denied (os error 13)") && !stderr.contains("preempt:")
+    {
+        eprintln!("skipped: the test binary is not executable by nobody");
+        return;
+    }
+    let rtprio_allowed = stderr.is_empty() && out.status.success();
+    if rtprio_allowed {
+        eprintln!("skipped: RLIMIT_RTPRIO lets nobody use SCHED_FIFO here");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("permission denied") && stderr.contains("CAP_SYS_NICE"),
+        "{stderr}"
+    );
+}
+
+/// Stress workers must not outlive their run.
+fn orphaned_stress_workers() -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmd).contains("__stress") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        // A live worker's parent is its preempt run; an orphan was re-parented to init.
+        if ppid == Some(1) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
+    if !privileged() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    preempt()
+        .args([
+            "latency",
+            "--loops",
+            "200",
+            "--cpus",
+            "0",
+            "--stress",
+            "cpu,memory,io,sched",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("stress cpu,memory,io,sched"));
+
+    // Ctrl-C: results so far are written, exit 130.
+    let mut child = StdCommand::new(BIN)
+        .args([
+            "latency",
+            "--duration",
+            "60s",
+            "--cpus",
+            "0",
+            "--stress",
+            "cpu",
+            "--export-json",
+        ])
+        .arg(&j)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("measuring") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no 'measuring' line");
+    }
+    sleep_ms(1_500);
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill with a valid pid and signal number.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let v = json(&j);
+    assert_eq!(
+        (v["complete"].as_bool(), v["interrupted"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let samples = v["data"]["threads"][0]["samples"].as_u64().unwrap();
+    assert!((500..60_000).contains(&samples), "samples {samples}");
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "interrupted")
+    );
+
+    // SIGKILL: no cleanup code runs in preempt; PR_SET_PDEATHSIG must take the worker down.
+    let mut child = StdCommand::new(BIN)
+        .args([
+            "latency",
+            "--duration",
+            "60s",
+            "--cpus",
+            "0",
+            "--stress",
+            "cpu",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("measuring") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    sleep_ms(300);
+    assert!(
+        orphaned_stress_workers().is_empty(),
+        "orphans: {:?}",
+        orphaned_stress_workers()
+    );
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test pacing, not a real-time path"
+)]
+fn sleep_ms(ms: u64) {
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+}
+
+#[test]
+fn matrix_runs_sixteen_cells_and_writes_one_file_each() {
+    if !privileged() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("m");
+    let out = preempt()
+        .args(["matrix", "--duration", "100ms", "--cpus", "0", "--out-dir"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("SCHED_DEADLINE 800us") && stdout.contains("heavy"),
+        "{stdout}"
+    );
+    let v = json(&out_dir.join("summary.json"));
+    let cells = v["data"]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 16);
+    for c in cells {
+        assert!(c["error"].is_null(), "{c}");
+        let f = out_dir.join(c["result_file"].as_str().unwrap());
+        let cell = json(&f);
+        assert_eq!(cell["kind"], "latency");
+        assert_eq!(cell["data"]["settings"]["interval_ns"], 4_000_000);
+        assert!(
+            c["compute"]["count"].as_u64().unwrap() > 0,
+            "the control step is timed: {c}"
+        );
+    }
+    assert_eq!(cells.iter().filter(|c| c["stress"] == "heavy").count(), 8);
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("summary.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        17
+    );
+}
+
+#[test]
+fn matrix_bad_input() {
+    assert_usage_error(&["matrix", "--period", "50"], "--period");
+    assert_usage_error(&["matrix", "--duration", "1ms"], "--duration");
+    assert_usage_error(&["matrix", "--work-us", "500"], "--work-us 500");
+}
+
+#[test]
+fn wakeup_measures_every_source_and_skips_gpio_clearly() {
+    if !privileged() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("w.json");
+    let out = preempt()
+        .args([
+            "wakeup",
+            "--samples",
+            "200",
+            "--interval",
+            "500",
+            "--load",
+            "idle",
+            "--gpio-chip",
+            "/nonexistent/gpiochip0",
+            "--export-json",
+        ])
+        .arg(&j)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("skipped: no GPIO chip at /nonexistent/gpiochip0"),
+        "{stdout}"
+    );
+    let v = json(&j);
+    let cases = v["data"]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 5);
+    for c in cases.iter().filter(|c| c["source"] != "gpio") {
+        let s = &c["latency"]["summary"];
+        assert_eq!(s["count"], 200, "{c}");
+        assert!(
+            s["min_ns"].as_u64().unwrap() > 0 && s["max_ns"].as_u64().unwrap() < 1_000_000_000,
+            "{c}"
+        );
+    }
+    let out = preempt()
+        .args([
+            "wakeup",
+            "--samples",
+            "100",
+            "--sources",
+            "eventfd,signal",
+            "--load",
+            "stress",
+            "--stress",
+            "cpu",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cases = v["data"]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    assert!(
+        cases
+            .iter()
+            .all(|c| c["load"] == "cpu" && c["latency"]["summary"]["count"] == 100)
+    );
+}
+
+#[test]
+fn wakeup_bad_input() {
+    assert_usage_error(&["wakeup", "--priority", "1"], "--priority");
+    assert_usage_error(
+        &["wakeup", "--priority", "100"],
+        "--priority 100 is out of range",
+    );
+    assert_usage_error(&["wakeup", "--sources", "carrier-pigeon"], "--sources");
+    assert_usage_error(&["wakeup", "--samples", "0"], "--samples");
+}
