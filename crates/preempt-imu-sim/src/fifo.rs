@@ -103,9 +103,12 @@ impl Fifo {
 
     /// Adds one sample (its `seq` is assigned here) at time `now_ns`: stores it in both
     /// mirror slots and publishes `FIFO_WR`, or drops and counts it when the FIFO is full;
-    /// updates `STATUS`/`FIFO_COUNT`; decides whether INT fires (data ready: every stored
-    /// sample; watermark: the sample that reaches it; full: the sample that fills it or is
-    /// dropped, like the chip's FIFO_FULL interrupt).
+    /// updates `STATUS`/`FIFO_COUNT`; decides whether INT fires. Data ready and watermark are
+    /// level conditions, re-asserted on every sample while they hold (data ready: the FIFO is
+    /// not empty; watermark: the FIFO is at or above it), like the chip's latched INT that
+    /// stays asserted until the reader drains the FIFO — so a reader that configures the
+    /// interrupt late, or falls behind until the FIFO is full, is still woken. Full: the
+    /// sample that fills the FIFO or is dropped, like the chip's FIFO_FULL interrupt.
     pub fn push<R: Regs>(&mut self, regs: &R, mut frame: Frame, now_ns: u64) -> PushOutcome {
         frame.seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
@@ -140,8 +143,8 @@ impl Fifo {
         }
         regs.store_u32(REG_FIFO_COUNT, after * simimu::FRAME_LEN as u32);
         regs.store_u32(REG_STATUS, status);
-        let interrupt = (config & CONFIG_INT_DATA_RDY != 0 && stored)
-            || (config & CONFIG_INT_WATERMARK != 0 && stored && after == watermark)
+        let interrupt = (config & CONFIG_INT_DATA_RDY != 0 && after > 0)
+            || (config & CONFIG_INT_WATERMARK != 0 && after >= watermark)
             || (config & CONFIG_INT_FULL != 0
                 && (after == FIFO_FRAMES && (before < FIFO_FRAMES || !stored)));
         if interrupt {
@@ -218,8 +221,12 @@ mod tests {
         let ints: Vec<bool> = (0..5)
             .map(|t| fifo.push(&regs, frame(), t).interrupt)
             .collect();
-        assert_eq!(ints, vec![false, false, true, false, false]);
-        assert_eq!(regs.load_u64(REG_INT_TS), 2);
+        assert_eq!(ints, vec![false, false, true, true, true]);
+        assert_eq!(regs.load_u64(REG_INT_TS), 4);
+        // The reader drains to below the watermark: INT stops until it is reached again.
+        regs.store_u32(REG_FIFO_RD, 4);
+        assert!(!fifo.push(&regs, frame(), 5).interrupt);
+        assert!(fifo.push(&regs, frame(), 6).interrupt);
         regs.store_u32(REG_CONFIG, CONFIG_INT_DATA_RDY | 3);
         assert!(fifo.push(&regs, frame(), 9).interrupt);
         assert_ne!(regs.load_u32(REG_STATUS) & STATUS_FIFO_THS, 0);

@@ -2,10 +2,14 @@
 //!
 //! ```text
 //! imu-sim --odr 3200|6400 [--accel 100,400] [--cpu N] [--priority P] [--duration S]
-//!         [--fds R0,I0,R1,I1,...]
+//!         [--bus memfd|spi] [--bus-ns-per-byte NS] [--fds R0,I0[,S0],R1,I1[,S1],...]
 //! ```
 //!
-//! With `--fds` the register files and INT lines are inherited descriptors (how
+//! `--bus spi` (the default) serves each device's registers over an SPI bus socket (`S`),
+//! charging `--bus-ns-per-byte` (default 800 ns: 10 MHz SPI) per byte moved; `--bus memfd`
+//! leaves register access to the readers' `pread`s.
+//!
+//! With `--fds` the register files, INT lines (and bus sockets) are inherited descriptors (how
 //! `SimProcess::spawn` starts it); without, it creates its own and prints the register
 //! counters at the end (a smoke test of the simulator alone). Exit codes: 0 ok, 1 runtime
 //! error, 2 bad arguments.
@@ -14,7 +18,7 @@ use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use preempt_imu_sim::fifo::Regs;
-use preempt_imu_sim::sim::{self, SimConfig};
+use preempt_imu_sim::sim::{self, Bus, SimConfig};
 use preempt_imu_sim::spawn::SimDevice;
 use preempt_io::rtio::simimu::{REG_DROPPED, REG_FIFO_WR, REG_SAMPLES, REGFILE_LEN};
 use preempt_io::sys::eventfd::EventFd;
@@ -31,13 +35,7 @@ fn value<'a>(flag: &str, it: &mut impl Iterator<Item = &'a String>) -> Result<&'
 }
 
 fn parse(argv: &[String]) -> Result<Args, String> {
-    let mut cfg = SimConfig {
-        odr_hz: 3200,
-        accel_hz: Vec::new(),
-        cpu: None,
-        fifo_priority: None,
-        duration_ns: None,
-    };
+    let mut cfg = SimConfig::default();
     let mut fds = None;
     let mut it = argv.iter();
     while let Some(a) = it.next() {
@@ -64,6 +62,18 @@ fn parse(argv: &[String]) -> Result<Args, String> {
                 }
                 cfg.duration_ns = Some((s * 1e9) as u64);
             }
+            "--bus" => {
+                cfg.bus = match value(a, &mut it)?.as_str() {
+                    "memfd" => Bus::Memfd,
+                    "spi" => Bus::Spi,
+                    other => return Err(format!("--bus: '{other}' is not memfd or spi")),
+                }
+            }
+            "--bus-ns-per-byte" => {
+                cfg.bus_ns_per_byte = value(a, &mut it)?
+                    .parse()
+                    .map_err(|_| "--bus-ns-per-byte: expected whole nanoseconds".to_owned())?;
+            }
             "--fds" => {
                 fds = Some(
                     value(a, &mut it)?
@@ -72,16 +82,18 @@ fn parse(argv: &[String]) -> Result<Args, String> {
                         .collect::<Result<Vec<i32>, _>>()?,
                 );
             }
-            "-h" | "--help" => return Err("usage: imu-sim --odr 3200|6400 [--accel 100,400] [--cpu N] [--priority P] [--duration S] [--fds R0,I0,...]".into()),
+            "-h" | "--help" => return Err("usage: imu-sim --odr 3200|6400 [--accel 100,400] [--cpu N] [--priority P] [--duration S] [--bus memfd|spi] [--bus-ns-per-byte NS] [--fds R0,I0[,S0],...]".into()),
             other => return Err(format!("unknown flag '{other}' (see --help)")),
         }
     }
     cfg.validate()?;
     if let Some(f) = &fds {
-        if f.len() != 2 * cfg.devices() {
+        let per = if cfg.bus == Bus::Spi { 3 } else { 2 };
+        if f.len() != per * cfg.devices() {
             return Err(format!(
-                "--fds: expected {} descriptors (register file and INT line per device), got {}",
-                2 * cfg.devices(),
+                "--fds: expected {} descriptors (register file, INT line{} per device), got {}",
+                per * cfg.devices(),
+                if per == 3 { " and bus socket" } else { "" },
                 f.len()
             ));
         }
@@ -90,6 +102,10 @@ fn parse(argv: &[String]) -> Result<Args, String> {
 }
 
 fn run(args: &Args) -> std::io::Result<()> {
+    let spi = args.cfg.bus == Bus::Spi;
+    let mut bus = Vec::new();
+    // Standalone mode keeps the readers' ends open so the bus thread has live sockets.
+    let mut reader_ends = Vec::new();
     let devices = match &args.fds {
         Some(raw) => {
             let owned = process::adopt_inherited_fds(raw)?;
@@ -99,23 +115,41 @@ fn run(args: &Args) -> std::io::Result<()> {
                 let regs = MemFd::from_owned(r)?;
                 let map = SharedMap::new(regs.as_fd(), REGFILE_LEN.min(regs.len()))?;
                 devs.push((map, EventFd::from_owned(i, false)?));
+                if spi {
+                    bus.push(it.next().ok_or_else(|| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidInput,
+                            "--fds: missing bus socket",
+                        )
+                    })?);
+                }
             }
             devs
         }
         None => {
             let mut devs = Vec::new();
             for i in 0..args.cfg.devices() {
-                let d = SimDevice::new(&format!("imu-sim-{i}"))?;
+                let mut d = SimDevice::with_bus(&format!("imu-sim-{i}"), args.cfg.bus)?;
+                if let Some(s) = d.bus_sim_end.take() {
+                    bus.push(s);
+                }
+                reader_ends.push(d.bus.take());
                 devs.push((SharedMap::new(d.regs.as_fd(), REGFILE_LEN)?, d.int));
             }
             devs
         }
     };
-    let report = sim::run(&args.cfg, &devices)?;
+    let report = sim::run(&args.cfg, &devices, &bus)?;
+    drop(reader_ends);
     if args.fds.is_none() {
         println!(
-            "imu-sim: {} ticks, {} overruns, SCHED_FIFO {:?}, pinned {:?}",
-            report.ticks, report.overruns, report.fifo_granted, report.pinned
+            "imu-sim: {} ticks, {} overruns, SCHED_FIFO {:?}, pinned {:?}, bus {} ({} transfers)",
+            report.ticks,
+            report.overruns,
+            report.fifo_granted,
+            report.pinned,
+            args.cfg.bus.name(),
+            report.bus_transfers
         );
         for (i, (m, _)) in devices.iter().enumerate() {
             println!(

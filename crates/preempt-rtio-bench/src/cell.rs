@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use preempt_imu_sim::sim::SimConfig;
+use preempt_imu_sim::sim::{Bus, SimConfig};
 use preempt_imu_sim::spawn::SimProcess;
 use preempt_io::rtio::sensor::{
     self, Channel, DataOpt, ImuDecoder, Q31Sample, StreamTrigger, Trigger,
@@ -59,6 +59,10 @@ pub struct CellSpec {
     pub priority: u8,
     /// RTIO backend.
     pub backend: BackendChoice,
+    /// Register bus.
+    pub bus: Bus,
+    /// SPI bus time per byte, ns.
+    pub bus_ns_per_byte: u32,
 }
 
 /// Results of one cell (units in field names).
@@ -70,6 +74,10 @@ pub struct CellResult {
     pub extra_streams: String,
     /// "thread" or "rtio".
     pub design: String,
+    /// "spi" or "memfd".
+    pub bus: String,
+    /// SPI bus time per byte (0 for memfd).
+    pub bus_ns_per_byte: u32,
     /// RTIO backend and reason (RTIO design only).
     pub rtio_backend: Option<String>,
     /// Per-sample compute.
@@ -104,6 +112,11 @@ pub struct CellResult {
     pub context_switches_per_sample: f64,
     /// Whether the consumer got SCHED_FIFO.
     pub consumer_sched_fifo: bool,
+    /// io_uring io-wq worker threads (`iou-wrk-*`) alive in the process at the end of the
+    /// window: 0 means every transfer ran inline or poll-armed, none was punted to a worker.
+    pub iowq_workers: u32,
+    /// SPI transfers served by the simulator's bus thread in the window, per processed frame.
+    pub bus_transfers_per_sample: f64,
 }
 
 impl CellResult {
@@ -292,6 +305,62 @@ fn thread_consumer(
     }
 }
 
+/// The thread-based reader on the SPI bus: block on INT, then three blocking transfers
+/// (command write + response read each): STATUS, the count block, FIFO_DATA for the frames
+/// the count block reports. One wake-up per transfer, as the talk's thread-based driver.
+fn thread_consumer_spi(
+    bus: std::os::fd::OwnedFd,
+    int: preempt_io::sys::eventfd::EventFd,
+    mut st: DevState,
+    stop: Arc<AtomicBool>,
+    cpu: usize,
+    priority: u8,
+) -> io::Result<(DevState, bool)> {
+    let fifo_ok = setup_consumer_thread(cpu, priority);
+    let mut status = [0_u8; 4];
+    let mut count = [0_u8; simimu::COUNT_BLOCK_LEN];
+    let mut fifo = vec![0_u8; simimu::FIFO_BURST_LEN];
+    let b = bus.as_fd();
+    loop {
+        int.read()?;
+        if stop.load(Ordering::Acquire) {
+            return Ok((st, fifo_ok));
+        }
+        sensor::spi_read(b, simimu::REG_STATUS, &mut status)?;
+        sensor::spi_read(b, simimu::REG_FIFO_COUNT, &mut count)?;
+        let cb = CountBlock::parse(&count);
+        let n = cb.wr.wrapping_sub(cb.rd).min(FIFO_FRAMES) as usize;
+        if n == 0 {
+            continue;
+        }
+        let got = sensor::spi_read(b, simimu::REG_FIFO_DATA, &mut fifo[..n * FRAME_LEN])?;
+        let frames = got / FRAME_LEN;
+        let header = sensor::ReadHeader {
+            int_timestamp_ns: cb.int_ts_ns,
+            status: u32::from_le_bytes(status),
+            frames: u32::try_from(frames).unwrap_or(0),
+            flushed: 0,
+            dropped_total: cb.dropped,
+            period_ns: 0,
+        };
+        st.process(&header, &fifo[..frames * FRAME_LEN]);
+    }
+}
+
+/// io-wq worker threads of this process (`iou-wrk-<tid>` in `/proc/self/task/*/comm`).
+fn iowq_workers() -> u32 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    let n = dir
+        .filter_map(Result::ok)
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.starts_with("iou-wrk"))
+        })
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 fn rtio_consumer(
     fds: Vec<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
     mut states: Vec<DevState>,
@@ -314,9 +383,10 @@ fn rtio_consumer(
     }];
     let mut streams = Vec::new();
     for (i, (regs, int)) in fds.into_iter().enumerate() {
-        streams.push(sensor::stream(
-            &mut rtio, regs, int, &triggers, 1, i as u64,
-        )?);
+        streams.push(match spec.bus {
+            Bus::Memfd => sensor::stream(&mut rtio, regs, int, &triggers, 1, i as u64)?,
+            Bus::Spi => sensor::stream_spi(&mut rtio, regs, int, &triggers, 1, i as u64)?,
+        });
     }
     let mut failures = 0_u64;
     sensor::processing_loop(&mut rtio, &mut streams, |ev| {
@@ -341,6 +411,8 @@ fn rtio_consumer(
 /// Simulator spawn, descriptor, or consumer errors.
 pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
     let sim_cfg = SimConfig {
+        bus: spec.bus,
+        bus_ns_per_byte: spec.bus_ns_per_byte,
         odr_hz: spec.odr_hz,
         accel_hz: spec.extra_hz.clone(),
         cpu: Some(spec.sim_cpu),
@@ -356,11 +428,11 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
             d.map
                 .load_u32(usize::try_from(simimu::REG_FIFO_WR).unwrap_or(0)),
         );
-        fdio::pwrite(
-            d.regs.as_fd(),
-            &(simimu::CONFIG_INT_DATA_RDY | 1).to_le_bytes(),
-            simimu::REG_CONFIG,
-        )?;
+        // Direct register write (setup, not the measured data path) for both buses.
+        d.map.store_u32(
+            usize::try_from(simimu::REG_CONFIG).unwrap_or(0),
+            simimu::CONFIG_INT_DATA_RDY | 1,
+        );
     }
     let cap = usize::try_from(u64::from(spec.odr_hz) * (spec.duration_ns / 1_000_000_000 + 2))
         .unwrap_or(1 << 20);
@@ -371,6 +443,13 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         .map(|d| d.map.load_u64(simimu::REG_DROPPED as usize))
         .collect();
     let over0 = sim.devices[0].map.load_u64(simimu::REG_OVERRUNS as usize);
+    let xfer = |sim: &SimProcess| -> u64 {
+        sim.devices
+            .iter()
+            .map(|d| d.map.load_u64(simimu::REG_BUS_TRANSFERS as usize))
+            .sum()
+    };
+    let xfer0 = xfer(&sim);
     let (tot0, idle0) = cpu_times(spec.consumer_cpu)?;
     let pcpu0 = fdio::process_cpu_ns()?;
     let cs0 = fdio::process_context_switches()?;
@@ -384,9 +463,6 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         Design::ThreadBased => {
             let mut hs = Vec::new();
             for (i, d) in sim.devices.iter().enumerate() {
-                let regs = preempt_io::sys::memfd::MemFd::from_owned(
-                    d.regs.as_fd().try_clone_to_owned()?,
-                )?;
                 let int = d.int.try_clone()?;
                 let st = DevState::new(
                     i,
@@ -400,11 +476,19 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
                 );
                 let stop = Arc::clone(&stop);
                 let (cpu, prio) = (spec.consumer_cpu, spec.priority);
-                hs.push(
-                    std::thread::Builder::new()
-                        .name(format!("imu-reader-{i}"))
-                        .spawn(move || thread_consumer(regs, int, st, stop, cpu, prio))?,
-                );
+                let b = std::thread::Builder::new().name(format!("imu-reader-{i}"));
+                hs.push(match spec.bus {
+                    Bus::Memfd => {
+                        let regs = preempt_io::sys::memfd::MemFd::from_owned(
+                            d.regs.as_fd().try_clone_to_owned()?,
+                        )?;
+                        b.spawn(move || thread_consumer(regs, int, st, stop, cpu, prio))?
+                    }
+                    Bus::Spi => {
+                        let (bus, _) = d.dup_spi_fds()?;
+                        b.spawn(move || thread_consumer_spi(bus, int, st, stop, cpu, prio))?
+                    }
+                });
             }
             Running::Threads(hs)
         }
@@ -412,7 +496,10 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
             let fds = sim
                 .devices
                 .iter()
-                .map(|d| d.dup_fds())
+                .map(|d| match spec.bus {
+                    Bus::Memfd => d.dup_fds(),
+                    Bus::Spi => d.dup_spi_fds(),
+                })
                 .collect::<io::Result<Vec<_>>>()?;
             let states = (0..sim.devices.len())
                 .map(|i| {
@@ -440,6 +527,7 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
     clock::sleep_until_ns(ClockId::Monotonic, t0 + spec.duration_ns)?;
     let t1 = clock::monotonic_now_ns();
     let (tot1, idle1) = cpu_times(spec.consumer_cpu)?;
+    let xfer1 = xfer(&sim);
     let pcpu1 = fdio::process_cpu_ns()?;
     let cs1 = fdio::process_context_switches()?;
     let drops1: Vec<u64> = sim
@@ -448,6 +536,7 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         .map(|d| d.map.load_u64(simimu::REG_DROPPED as usize))
         .collect();
     let over1 = sim.devices[0].map.load_u64(simimu::REG_OVERRUNS as usize);
+    let workers = iowq_workers();
     stop.store(true, Ordering::Release);
     // Wake the consumers blocked on their INT lines.
     for d in &sim.devices {
@@ -498,6 +587,12 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         odr_hz: spec.odr_hz,
         extra_streams: extra_label(&spec.extra_hz),
         design: spec.design.label().into(),
+        bus: spec.bus.name().into(),
+        bus_ns_per_byte: if spec.bus == Bus::Spi {
+            spec.bus_ns_per_byte
+        } else {
+            0
+        },
         rtio_backend: backend,
         work_us: spec.work_us,
         duration_ns: wall,
@@ -515,6 +610,8 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         sim_overruns: over1 - over0,
         context_switches_per_sample: (cs1 - cs0) as f64 / samples.max(1) as f64,
         consumer_sched_fifo: fifo_ok,
+        iowq_workers: workers,
+        bus_transfers_per_sample: (xfer1 - xfer0) as f64 / samples.max(1) as f64,
     })
 }
 

@@ -1,19 +1,88 @@
-//! Command-line flags → a validated [`Config`]. Every error names its flag.
+//! Command-line flags ([`Args`], a `clap::Args` the `preempt` CLI can flatten as its
+//! `rtio-bench` subcommand) → a validated [`Config`]. Every error names its flag.
 
 use std::path::PathBuf;
 
+use preempt_imu_sim::sim::Bus;
 use preempt_io::rtio::BackendChoice;
+use preempt_io::rtio::simimu::DEFAULT_BUS_NS_PER_BYTE;
 
-/// Usage text.
-pub const USAGE: &str =
-    "usage: rtio-bench [--duration SECS] [--work-us US] [--sweep] [--odr 3200,6400]
-                  [--json FILE] [--consumer-cpu N] [--sim-cpu N] [--priority 1-98]
-                  [--backend auto|io_uring|epoll] [--imu-sim PATH]
+/// Long help appended to `--help`.
+pub const ABOUT: &str = "Runs the Zephyr RTIO talk's table: ODR {3200,6400} x extra streams {none, 1@100Hz, \
+2@100Hz, 1@400Hz, 2@400Hz} x {thread-based, RTIO-based}, on the simulated SPI bus (default) and/or \
+the memfd register window. --sweep instead raises --work-us at 6400 Hz + 2@400Hz until each design \
+first misses an event and reports both break points. Exit codes: 0 ok, 1 runtime error, 2 bad flags.";
 
-Runs the Zephyr RTIO talk's table: ODR {3200,6400} x extra streams {none, 1@100Hz, 2@100Hz,
-1@400Hz, 2@400Hz} x {thread-based, RTIO-based}. --sweep instead raises --work-us at 6400 Hz +
-2@400Hz until each design first misses an event and reports both break points.
-Exit codes: 0 ok, 1 runtime error, 2 bad flags.";
+/// Register bus of the simulated devices (`--bus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BusArg {
+    /// Asynchronous command/response SPI bus served by the simulator's bus thread.
+    Spi,
+    /// Synchronous memfd register window (pread).
+    Memfd,
+}
+
+impl From<BusArg> for Bus {
+    fn from(b: BusArg) -> Bus {
+        match b {
+            BusArg::Spi => Bus::Spi,
+            BusArg::Memfd => Bus::Memfd,
+        }
+    }
+}
+
+/// RTIO backend (`--backend`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendArg {
+    /// io_uring where it works, else epoll.
+    Auto,
+    /// io_uring or fail.
+    #[value(name = "io_uring")]
+    IoUring,
+    /// epoll + syscalls.
+    Epoll,
+}
+
+/// `rtio-bench` flags.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Args {
+    /// Measurement window per cell, seconds (0.2..=600).
+    #[arg(long, default_value_t = 2.5)]
+    pub duration: f64,
+    /// Per-sample compute load, µs (busy loop after decoding each frame).
+    #[arg(long, default_value_t = 0)]
+    pub work_us: u32,
+    /// Find each design's break point at 6400 Hz + 2@400Hz instead of running the table.
+    #[arg(long)]
+    pub sweep: bool,
+    /// IMU output data rates to run (3200, 6400).
+    #[arg(long, value_delimiter = ',', default_values_t = [3200_u32, 6400])]
+    pub odr: Vec<u32>,
+    /// Register bus(es) to run: spi (asynchronous, the talk's setting), memfd, or both.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [BusArg::Spi])]
+    pub bus: Vec<BusArg>,
+    /// SPI bus time per byte, ns (800 = 10 MHz SPI clock).
+    #[arg(long, default_value_t = DEFAULT_BUS_NS_PER_BYTE)]
+    pub bus_ns_per_byte: u32,
+    /// Write the results as JSON (schema in the report module) to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// CPU of the consumer (both designs); default: CPU 1 (or 0 on a 1-CPU machine).
+    #[arg(long)]
+    pub consumer_cpu: Option<usize>,
+    /// CPU of the simulator (sampling and bus threads).
+    #[arg(long, default_value_t = 0)]
+    pub sim_cpu: usize,
+    /// Consumer SCHED_FIFO priority, 1-98 (the simulator's sampler runs one above).
+    #[arg(long, default_value_t = 80)]
+    pub priority: u8,
+    /// RTIO backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+    /// Path of the imu-sim binary (default: next to this executable).
+    #[arg(long)]
+    pub imu_sim: Option<PathBuf>,
+}
 
 /// Validated configuration.
 #[derive(Clone, Debug)]
@@ -26,6 +95,10 @@ pub struct Config {
     pub sweep: bool,
     /// IMU ODRs to run.
     pub odrs: Vec<u32>,
+    /// Buses to run.
+    pub buses: Vec<Bus>,
+    /// SPI bus time per byte, ns.
+    pub bus_ns_per_byte: u32,
     /// JSON output.
     pub json: Option<PathBuf>,
     /// Consumer CPU.
@@ -40,12 +113,6 @@ pub struct Config {
     pub imu_sim: PathBuf,
 }
 
-fn num<T: std::str::FromStr>(flag: &str, v: Option<&String>, what: &str) -> Result<T, String> {
-    let v = v.ok_or_else(|| format!("{flag}: missing value ({what})"))?;
-    v.parse()
-        .map_err(|_| format!("{flag}: '{v}' is not {what}"))
-}
-
 /// Where `imu-sim` is by default: next to this executable (or one level up from `deps/`).
 pub fn default_imu_sim() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
@@ -57,122 +124,110 @@ pub fn default_imu_sim() -> PathBuf {
     dir.parent().map_or(here.clone(), |p| p.join("imu-sim"))
 }
 
-/// Parses `argv` (without the program name).
-///
-/// # Errors
-/// A one-line message naming the bad flag.
-pub fn parse(argv: &[String]) -> Result<Config, String> {
-    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let mut c = Config {
-        duration_ns: 2_500_000_000,
-        work_us: 0,
-        sweep: false,
-        odrs: vec![3200, 6400],
-        json: None,
-        consumer_cpu: 1.min(cpus - 1),
-        sim_cpu: 0,
-        priority: 80,
-        backend: BackendChoice::Auto,
-        imu_sim: default_imu_sim(),
-    };
-    let mut it = argv.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--duration" => {
-                let s: f64 = num(a, it.next(), "a duration in seconds")?;
-                if !(0.2..=600.0).contains(&s) {
-                    return Err(format!("--duration: {s} s is out of range (0.2..=600)"));
-                }
-                c.duration_ns = (s * 1e9) as u64;
-            }
-            "--work-us" => {
-                c.work_us = num(a, it.next(), "a whole number of microseconds")?;
-                if c.work_us > 10_000 {
-                    return Err("--work-us: at most 10000".into());
-                }
-            }
-            "--sweep" => c.sweep = true,
-            "--odr" => {
-                let v = it
-                    .next()
-                    .ok_or("--odr: missing value (3200, 6400 or 3200,6400)")?;
-                c.odrs = v
-                    .split(',')
-                    .map(|s| match s {
-                        "3200" => Ok(3200),
-                        "6400" => Ok(6400),
-                        _ => Err(format!("--odr: '{s}' is not 3200 or 6400")),
-                    })
-                    .collect::<Result<_, _>>()?;
-            }
-            "--json" => c.json = Some(PathBuf::from(it.next().ok_or("--json: missing file name")?)),
-            "--consumer-cpu" => c.consumer_cpu = num(a, it.next(), "a CPU number")?,
-            "--sim-cpu" => c.sim_cpu = num(a, it.next(), "a CPU number")?,
-            "--priority" => {
-                c.priority = num(a, it.next(), "a priority 1-98")?;
-                if !(1..=98).contains(&c.priority) {
-                    return Err("--priority: must be 1-98 (the simulator runs one above)".into());
-                }
-            }
-            "--backend" => {
-                c.backend = match it.next().map(String::as_str) {
-                    Some("auto") => BackendChoice::Auto,
-                    Some("io_uring") => BackendChoice::IoUring,
-                    Some("epoll") => BackendChoice::Epoll,
-                    other => {
-                        return Err(format!(
-                            "--backend: '{}' is not auto, io_uring or epoll",
-                            other.unwrap_or("")
-                        ));
-                    }
-                }
-            }
-            "--imu-sim" => c.imu_sim = PathBuf::from(it.next().ok_or("--imu-sim: missing path")?),
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown flag '{other}' (see --help)")),
+impl Config {
+    /// Validates `a`.
+    ///
+    /// # Errors
+    /// A one-line message naming the bad flag and the fix.
+    pub fn from_args(a: &Args) -> Result<Config, String> {
+        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        if !(0.2..=600.0).contains(&a.duration) {
+            return Err(format!(
+                "--duration: {} s is out of range (0.2..=600)",
+                a.duration
+            ));
         }
+        if a.work_us > 10_000 {
+            return Err("--work-us: at most 10000".into());
+        }
+        if let Some(bad) = a.odr.iter().find(|o| !matches!(o, 3200 | 6400)) {
+            return Err(format!("--odr: '{bad}' is not 3200 or 6400"));
+        }
+        if a.odr.is_empty() || a.bus.is_empty() {
+            return Err("--odr/--bus: give at least one value".into());
+        }
+        if a.bus_ns_per_byte > 100_000 {
+            return Err("--bus-ns-per-byte: at most 100000 (a 10 kHz bus)".into());
+        }
+        if !(1..=98).contains(&a.priority) {
+            return Err("--priority: must be 1-98 (the simulator runs one above)".into());
+        }
+        let consumer_cpu = a.consumer_cpu.unwrap_or(1.min(cpus - 1));
+        if consumer_cpu >= cpus || a.sim_cpu >= cpus {
+            return Err(format!(
+                "--consumer-cpu/--sim-cpu: this machine has CPUs 0-{}",
+                cpus - 1
+            ));
+        }
+        if consumer_cpu == a.sim_cpu && cpus > 1 {
+            return Err(
+                "--consumer-cpu and --sim-cpu must differ (the simulator stands in for hardware)"
+                    .into(),
+            );
+        }
+        let imu_sim = a.imu_sim.clone().unwrap_or_else(default_imu_sim);
+        if !imu_sim.exists() {
+            return Err(format!(
+                "--imu-sim: {} not found; build it with `cargo build --release -p preempt-imu-sim` or pass --imu-sim PATH",
+                imu_sim.display()
+            ));
+        }
+        let mut buses: Vec<Bus> = Vec::new();
+        for b in &a.bus {
+            if !buses.contains(&Bus::from(*b)) {
+                buses.push(Bus::from(*b));
+            }
+        }
+        Ok(Config {
+            duration_ns: (a.duration * 1e9) as u64,
+            work_us: a.work_us,
+            sweep: a.sweep,
+            odrs: a.odr.clone(),
+            buses,
+            bus_ns_per_byte: a.bus_ns_per_byte,
+            json: a.json.clone(),
+            consumer_cpu,
+            sim_cpu: a.sim_cpu,
+            priority: a.priority,
+            backend: match a.backend {
+                BackendArg::Auto => BackendChoice::Auto,
+                BackendArg::IoUring => BackendChoice::IoUring,
+                BackendArg::Epoll => BackendChoice::Epoll,
+            },
+            imu_sim,
+        })
     }
-    if c.consumer_cpu >= cpus || c.sim_cpu >= cpus {
-        return Err(format!(
-            "--consumer-cpu/--sim-cpu: this machine has CPUs 0-{}",
-            cpus - 1
-        ));
-    }
-    if c.consumer_cpu == c.sim_cpu && cpus > 1 {
-        return Err(
-            "--consumer-cpu and --sim-cpu must differ (the simulator stands in for hardware)"
-                .into(),
-        );
-    }
-    if !c.imu_sim.exists() {
-        return Err(format!(
-            "--imu-sim: {} not found; build it with `cargo build --release -p preempt-imu-sim` or pass --imu-sim PATH",
-            c.imu_sim.display()
-        ));
-    }
-    Ok(c)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
 
     fn p(a: &[&str]) -> Result<Config, String> {
-        let mut v: Vec<String> = a.iter().map(|s| (*s).to_owned()).collect();
-        v.push("--imu-sim".into());
-        v.push("/bin/true".into());
-        parse(&v)
+        let mut v = vec!["rtio-bench", "--imu-sim", "/bin/true"];
+        v.extend_from_slice(a);
+        let cli = Cli::try_parse_from(v).map_err(|e| e.to_string())?;
+        Config::from_args(&cli.args)
     }
 
     #[test]
     fn bad_flags_name_the_flag() {
+        assert!(p(&["--duration", "x"]).unwrap_err().contains("--duration"));
         assert!(
-            p(&["--duration", "x"])
+            p(&["--duration", "0.01"])
                 .unwrap_err()
                 .starts_with("--duration")
         );
+        assert!(p(&["--work-us", "-3"]).unwrap_err().contains("-3"));
         assert!(
-            p(&["--work-us", "-3"])
+            p(&["--work-us", "20000"])
                 .unwrap_err()
                 .starts_with("--work-us")
         );
@@ -180,16 +235,18 @@ mod tests {
         assert!(
             p(&["--backend", "kqueue"])
                 .unwrap_err()
-                .starts_with("--backend")
+                .contains("--backend")
         );
+        assert!(p(&["--bus", "i2c"]).unwrap_err().contains("--bus"));
         assert!(
             p(&["--priority", "99"])
                 .unwrap_err()
                 .starts_with("--priority")
         );
         assert!(p(&["--frobnicate"]).unwrap_err().contains("--frobnicate"));
+        let cli = Cli::try_parse_from(["rtio-bench", "--imu-sim", "/nonexistent"]).unwrap();
         assert!(
-            parse(&["--imu-sim".into(), "/nonexistent".into()])
+            Config::from_args(&cli.args)
                 .unwrap_err()
                 .starts_with("--imu-sim")
         );
@@ -201,11 +258,16 @@ mod tests {
             "--odr",
             "6400",
             "--sweep",
+            "--bus",
+            "memfd,spi,memfd",
         ])
         .unwrap();
         assert_eq!(
             (c.duration_ns, c.work_us, c.odrs.clone(), c.sweep),
             (1_500_000_000, 20, vec![6400], true)
         );
+        assert_eq!(c.buses, vec![Bus::Memfd, Bus::Spi]);
+        let d = p(&[]).unwrap();
+        assert_eq!((d.buses.clone(), d.bus_ns_per_byte), (vec![Bus::Spi], 800));
     }
 }

@@ -1,17 +1,20 @@
-//! The printed table and the JSON document (`schema_version` 1, units in field names).
+//! The printed table and the JSON document (`schema_version` 2: adds the bus, io-wq workers
+//! and bus transfers per sample; units in field names).
 
 use serde::Serialize;
 
 use crate::cell::CellResult;
 
 /// Schema version of the JSON output.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One sweep's outcome for one design.
 #[derive(Clone, Debug, Serialize)]
 pub struct BreakPoint {
     /// "thread" or "rtio".
     pub design: String,
+    /// "spi" or "memfd".
+    pub bus: String,
     /// IMU ODR of the sweep.
     pub odr_hz: u32,
     /// Extra streams of the sweep.
@@ -65,20 +68,20 @@ fn us(ns: u64) -> String {
 pub fn table(cells: &[CellResult]) -> String {
     let mut out = String::new();
     out.push_str(
-        "ODR   extra      | CPU% thread  rtio | proc% thread  rtio | lat p50/p99/max us: thread        rtio            | jitter pp/sigma us: thread    rtio        | missed thread rtio | cs/sample thread rtio\n",
+        "bus   ODR   extra      | CPU% thread  rtio | proc% thread  rtio | lat p50/p99/max us: thread        rtio            | jitter pp/sigma us: thread    rtio        | missed thread rtio | cs/sample thread rtio | iou-wrk\n",
     );
-    let mut keys: Vec<(u32, String)> = Vec::new();
+    let mut keys: Vec<(String, u32, String)> = Vec::new();
     for c in cells {
-        let k = (c.odr_hz, c.extra_streams.clone());
+        let k = (c.bus.clone(), c.odr_hz, c.extra_streams.clone());
         if !keys.contains(&k) {
             keys.push(k);
         }
     }
-    for (odr, extra) in keys {
+    for (bus, odr, extra) in keys {
         let find = |d: &str| {
-            cells
-                .iter()
-                .find(|c| c.odr_hz == odr && c.extra_streams == extra && c.design == d)
+            cells.iter().find(|c| {
+                c.bus == bus && c.odr_hz == odr && c.extra_streams == extra && c.design == d
+            })
         };
         let (t, r) = (find("thread"), find("rtio"));
         let f = |c: Option<&CellResult>, g: &dyn Fn(&CellResult) -> String| c.map_or("-".into(), g);
@@ -94,7 +97,7 @@ pub fn table(cells: &[CellResult]) -> String {
         let jit =
             |c: &CellResult| format!("{}/{}", us(c.jitter_pp_ns), us(c.jitter_sigma_ns as u64));
         out.push_str(&format!(
-            "{odr:<5} {extra:<10} | {:>11} {:>5} | {:>12} {:>5} | {:>26} {:>16} | {:>25} {:>11} | {:>13} {:>4} | {:>16} {:>4}\n",
+            "{bus:<5} {odr:<5} {extra:<10} | {:>11} {:>5} | {:>12} {:>5} | {:>26} {:>16} | {:>25} {:>11} | {:>13} {:>4} | {:>16} {:>4} | {:>7}\n",
             f(t, &|c| format!("{:.1}", c.consumer_cpu_load_pct)),
             f(r, &|c| format!("{:.1}", c.consumer_cpu_load_pct)),
             f(t, &|c| format!("{:.1}", c.process_cpu_pct)),
@@ -107,6 +110,7 @@ pub fn table(cells: &[CellResult]) -> String {
             f(r, &|c| (c.missed_events + c.fifo_full_drops.saturating_sub(c.missed_events)).to_string()),
             f(t, &|c| format!("{:.2}", c.context_switches_per_sample)),
             f(r, &|c| format!("{:.2}", c.context_switches_per_sample)),
+            f(r, &|c| c.iowq_workers.to_string()),
         ));
     }
     out.push_str("(* = the design missed events in this cell: the talk's \"Missing events\")\n");

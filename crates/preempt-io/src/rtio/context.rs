@@ -113,6 +113,11 @@ pub(crate) struct Slot {
     pub(crate) shots: u64,
     pub(crate) read_inflight: bool,
     pub(crate) busy: [u16; 2],
+    /// io_uring: the previous entry of the same kernel link run (NONE for a run's head).
+    pub(crate) kprev: u16,
+    /// io_uring: pushed with `IOSQE_CQE_SKIP_SUCCESS` (its success is learnt from a later
+    /// member's completion).
+    pub(crate) skipped: bool,
 }
 
 pub(crate) enum Dev {
@@ -377,6 +382,20 @@ impl Core {
         leftover
     }
 
+    /// Whether result `res` of `idx` breaks its chain: an error, or a read/write that moved
+    /// fewer bytes than asked (the rule [`finish`](Core::finish) applies).
+    pub(crate) fn breaks_chain(&self, idx: u16, res: i32) -> bool {
+        let op = self.slots[usize::from(idx)].sqe.op;
+        res < 0
+            || (matches!(
+                op,
+                Op::Read { buf: Some(_), .. }
+                    | Op::Write { .. }
+                    | Op::TinyWrite { .. }
+                    | Op::Transceive { .. }
+            ) && res.unsigned_abs() < op.transfer_len())
+    }
+
     /// Completes signalled awaits and pending software requests.
     pub(crate) fn drain_signals(&mut self) -> io::Result<()> {
         if self.signals.wake.read()?.is_none() || self.awaiting == 0 {
@@ -505,6 +524,8 @@ impl Rtio {
                 shots: 0,
                 read_inflight: false,
                 busy: [NONE, NONE],
+                kprev: NONE,
+                skipped: false,
             })
             .collect::<Vec<_>>()
             .into_boxed_slice();
@@ -773,6 +794,8 @@ impl Rtio {
         s.canceled = false;
         s.prev_result = 0;
         s.tx_err = 0;
+        s.kprev = NONE;
+        s.skipped = false;
         self.core.signals.words[usize::from(idx)].store(0, Ordering::Relaxed);
         self.core.sq.push_back(idx);
         Ok(SqeHandle { idx, gn: s.gn })

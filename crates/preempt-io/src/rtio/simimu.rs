@@ -18,6 +18,9 @@
 //! 0x038 SAMPLES    u64  samples generated (stored + dropped)              (simulator)
 //! 0x040 FIFO       2 x 102 frames of 20 bytes, written twice (mirror) so any window of up
 //!                  to 102 frames starting at slot FIFO_RD % 102 is contiguous
+//! 0x1800 BUS_XFERS u64  SPI transfers served for this device                (bus thread)
+//! 0x1808 BUS_BUSY  u64  ns the SPI bus spent on them                        (bus thread)
+//! 0x1F00 FIFO_DATA      pop-on-read FIFO port, SPI bus only (no storage)
 //! ```
 //!
 //! The FIFO holds 102 frames: 2 KiB like the chip's FIFO (2048 / 20, whole frames). When it is
@@ -36,6 +39,38 @@
 //! 4..10  accel x, y, z i16 (±16 g full scale)
 //! 10..16 gyro x, y, z i16 (±2000 dps full scale)
 //! 16..20 timestamp: low 32 bits of CLOCK_MONOTONIC ns at sampling
+//! ```
+//!
+//! # Two buses: memfd (synchronous) and SPI (asynchronous)
+//!
+//! * **memfd bus**: the reader `pread`s/`pwrite`s the register file directly. A transfer is a
+//!   memory copy that completes inside the syscall — like a register window, not like a bus —
+//!   so it cannot show what RTIO gains on a real bus (and io_uring punts shmem reads to io-wq
+//!   workers, which is why the executor runs them inline).
+//! * **SPI bus**: each device also has a `SOCK_SEQPACKET` socket whose other end is served by
+//!   the simulator's *bus thread*, standing in for an SPI controller: the reader sends one
+//!   command message per transfer ([`spi_read_cmd`], [`spi_write_cmd`]), the bus thread
+//!   executes it against the register file, occupies the bus for
+//!   [`spi_transfer_ns`]`(bytes, ns_per_byte)` (default [`DEFAULT_BUS_NS_PER_BYTE`] = 800 ns
+//!   per byte: a 10 MHz SPI clock moves 8 bits in 800 ns), then answers a read with one
+//!   response message. Writes are posted (no response). The transfer completes
+//!   asynchronously, as an interrupt-driven or DMA SPI transfer does, so a blocking reader
+//!   sleeps in every transfer while an RTIO chain can hand all of them to the kernel at once.
+//!
+//! Over SPI the FIFO is read through [`REG_FIFO_DATA`], which pops like the chip's
+//! `FIFO_DATA` register: a read of up to N bytes returns the whole frames available (at most
+//! N / 20) starting at `FIFO_RD`, and the bus advances `FIFO_RD` itself. A reader therefore
+//! never writes `FIFO_RD` over SPI; the chain is exactly the driver's status → count → FIFO.
+//! Bus time is charged for the bytes actually moved (address byte + data).
+//!
+//! ```text
+//! command (reader -> bus), little-endian, 12 bytes + payload:
+//! 0      op: 1 = read, 2 = write
+//! 1..4   reserved (0)
+//! 4..8   register address u32
+//! 8..12  read: bytes wanted; write: payload length
+//! 12..   write payload
+//! response to a read: the bytes (FIFO_DATA: whole frames, possibly none)
 //! ```
 //!
 //! # Pointing the same code at a real IIO device
@@ -82,6 +117,22 @@ pub const REG_OVERRUNS: u64 = 0x030;
 pub const REG_SAMPLES: u64 = 0x038;
 /// Start of the mirrored FIFO.
 pub const REG_FIFO: u64 = 0x040;
+/// Pop-on-read FIFO data port, SPI bus only (see the module docs); not in the memfd.
+pub const REG_FIFO_DATA: u64 = 0x1F00;
+/// `BUS_XFERS` (u64): SPI transfers the bus thread served for this device (simulator).
+pub const REG_BUS_TRANSFERS: u64 = 0x1800;
+/// `BUS_BUSY` (u64): ns the SPI bus was busy with this device's transfers (simulator).
+pub const REG_BUS_BUSY_NS: u64 = 0x1808;
+/// Bytes of an SPI command header.
+pub const SPI_CMD_LEN: usize = 12;
+/// SPI command op: read.
+pub const SPI_OP_READ: u8 = 1;
+/// SPI command op: write (posted, no response).
+pub const SPI_OP_WRITE: u8 = 2;
+/// Default SPI bus time per byte: 800 ns = 8 bits at a 10 MHz SPI clock (the ICM-456xx
+/// family's maximum SPI clock is 24 MHz; 10 MHz is a common conservative setting).
+pub const DEFAULT_BUS_NS_PER_BYTE: u32 = 800;
+
 /// The block read as "count": `FIFO_COUNT` through `INT_TS` (28 bytes).
 pub const COUNT_BLOCK_LEN: usize = (REG_INT_TS + 8 - REG_FIFO_COUNT) as usize;
 /// The FIFO burst a reader does: the whole FIFO window.
@@ -121,6 +172,57 @@ pub fn fifo_slot_offset(slot: u32) -> u64 {
 /// Offset of the FIFO burst that starts at frame `rd`.
 pub fn fifo_burst_offset(rd: u32) -> u64 {
     fifo_slot_offset(rd % FIFO_FRAMES)
+}
+
+/// A read command for `len` bytes at register `reg`.
+pub fn spi_read_cmd(reg: u64, len: u32) -> [u8; SPI_CMD_LEN] {
+    let mut c = [0_u8; SPI_CMD_LEN];
+    c[0] = SPI_OP_READ;
+    c[4..8].copy_from_slice(&u32::try_from(reg).unwrap_or(u32::MAX).to_le_bytes());
+    c[8..12].copy_from_slice(&len.to_le_bytes());
+    c
+}
+
+/// A write command carrying a u32 value for register `reg` (16 bytes: fits a tiny write).
+pub fn spi_write_cmd(reg: u64, value: u32) -> [u8; SPI_CMD_LEN + 4] {
+    let mut c = [0_u8; SPI_CMD_LEN + 4];
+    c[0] = SPI_OP_WRITE;
+    c[4..8].copy_from_slice(&u32::try_from(reg).unwrap_or(u32::MAX).to_le_bytes());
+    c[8..12].copy_from_slice(&4_u32.to_le_bytes());
+    c[12..16].copy_from_slice(&value.to_le_bytes());
+    c
+}
+
+/// A parsed SPI command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpiCmd {
+    /// [`SPI_OP_READ`] or [`SPI_OP_WRITE`].
+    pub op: u8,
+    /// Register address.
+    pub reg: u32,
+    /// Read: bytes wanted; write: payload length.
+    pub len: u32,
+}
+
+impl SpiCmd {
+    /// Parses a command message (`None` if it is too short or the op is unknown).
+    pub fn parse(b: &[u8]) -> Option<SpiCmd> {
+        if b.len() < SPI_CMD_LEN || !(b[0] == SPI_OP_READ || b[0] == SPI_OP_WRITE) {
+            return None;
+        }
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        Some(SpiCmd {
+            op: b[0],
+            reg: u32_at(4),
+            len: u32_at(8),
+        })
+    }
+}
+
+/// Bus time of one transfer moving `data_bytes` bytes: one address byte plus the data, at
+/// `ns_per_byte`.
+pub fn spi_transfer_ns(data_bytes: usize, ns_per_byte: u32) -> u64 {
+    (data_bytes as u64 + 1) * u64::from(ns_per_byte)
 }
 
 /// One decoded frame.
@@ -242,5 +344,19 @@ mod tests {
         assert_eq!(COUNT_BLOCK_LEN, 28);
         assert_eq!(fifo_burst_offset(FIFO_FRAMES + 1), fifo_slot_offset(1));
         assert!(fifo_slot_offset(2 * FIFO_FRAMES) as usize <= REGFILE_LEN);
+    }
+
+    #[test]
+    fn spi_commands_round_trip() {
+        let c = SpiCmd::parse(&spi_read_cmd(REG_FIFO_DATA, 2040)).unwrap();
+        assert_eq!((c.op, c.reg, c.len), (SPI_OP_READ, 0x1F00, 2040));
+        let w = spi_write_cmd(REG_CONFIG, 0x301);
+        let c = SpiCmd::parse(&w).unwrap();
+        assert_eq!((c.op, c.reg, c.len), (SPI_OP_WRITE, 4, 4));
+        assert_eq!(u32::from_le_bytes([w[12], w[13], w[14], w[15]]), 0x301);
+        assert!(w.len() <= crate::rtio::TINY_WRITE_MAX);
+        assert_eq!(SpiCmd::parse(&[9; 12]), None);
+        assert_eq!(SpiCmd::parse(&[1; 4]), None);
+        assert_eq!(spi_transfer_ns(4, 800), 4000);
     }
 }

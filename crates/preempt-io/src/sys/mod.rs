@@ -20,5 +20,6 @@ pub mod memfd;
 pub mod process;
 pub mod sched;
 pub mod serial;
+pub mod socket;
 pub mod thread;
 pub mod timerfd;

@@ -318,10 +318,12 @@ impl UringEngine {
             debug_assert!(r.is_ok(), "io_uring submit failed: {r:?}");
         }
         let mut cur = idx;
+        let mut kprev = NONE;
         loop {
             let n = core.slots[usize::from(cur)].next;
             let link = n != NONE && self.linkable(core, n);
-            self.push_op(core, cur, link);
+            self.push_op(core, cur, link, kprev);
+            kprev = cur;
             if !link {
                 break;
             }
@@ -342,7 +344,7 @@ impl UringEngine {
             && buffers_free(core, n)
     }
 
-    fn push_op(&mut self, core: &mut Core, idx: u16, link: bool) {
+    fn push_op(&mut self, core: &mut Core, idx: u16, link: bool, kprev: u16) {
         let i = usize::from(idx);
         core.slots[i].state = State::InKernel;
         let (_, gn) = core.user_data(idx);
@@ -352,11 +354,19 @@ impl UringEngine {
         } else {
             squeue::Flags::empty()
         };
-        if sqe.flags.contains(SqeFlags::NO_RESPONSE) {
-            // The executor must see every completion to walk chains and free slots, so
-            // NO_RESPONSE is applied by the executor, not with IOSQE_CQE_SKIP_SUCCESS.
-            flags |= squeue::Flags::empty();
+        // A NO_RESPONSE entry with a linked successor in this run skips its completion on
+        // success (IOSQE_CQE_SKIP_SUCCESS): the successor's completion proves it succeeded
+        // (see `finish_skipped_before`). Without this every link step would post a CQE and
+        // end the owner's io_uring_enter wait, a return to user space per step. Mempool
+        // reads (the CQE names the block) and transceives (two SQEs) always report.
+        let skip = link
+            && sqe.flags.contains(SqeFlags::NO_RESPONSE)
+            && !matches!(sqe.op, Op::Read { buf: None, .. } | Op::Transceive { .. });
+        if skip {
+            flags |= squeue::Flags::SKIP_SUCCESS;
         }
+        core.slots[i].kprev = kprev;
+        core.slots[i].skipped = skip;
         let user = ud(TAG_OP, idx, gn);
         let off = |o: Option<u64>| o.unwrap_or(u64::MAX);
         let fd_of = |core: &Core, d| Fd(core.dev_fd(d).map_or(-1, |f| f.as_raw_fd()));
@@ -443,7 +453,7 @@ impl UringEngine {
             }
         };
         let e = entry.user_data(user);
-        let e = if link { e.flags(flags) } else { e };
+        let e = if link || skip { e.flags(flags) } else { e };
         self.push(&e);
     }
 
@@ -605,6 +615,7 @@ impl UringEngine {
                 self.on_shot(core, idx, res, cqueue::more(flags), block, canceled, false)
             }
             _ => {
+                self.finish_skipped_before(core, idx);
                 if let Op::Delay { .. } = op {
                     if res == -libc::ETIME {
                         res = 0;
@@ -616,11 +627,69 @@ impl UringEngine {
                         res = tx;
                     }
                 }
-                core.finish(idx, res, false, block)
+                let rest = core.slots[i].next;
+                let broke = core.breaks_chain(idx, res);
+                let first = core.finish(idx, res, false, block);
+                if broke {
+                    self.cancel_rest_of_run(core, idx, rest);
+                }
+                first
             }
         };
         if let Some(b) = leftover {
             self.give_back(core, b.id);
+        }
+    }
+
+    /// Finishes, oldest first, the skipped (`IOSQE_CQE_SKIP_SUCCESS`) members of `idx`'s
+    /// kernel run that precede it: the kernel started `idx` only after they succeeded with
+    /// their full length (a short or failed one would have posted its CQE and broken the
+    /// link).
+    fn finish_skipped_before(&mut self, core: &mut Core, idx: u16) {
+        let skipped_in_kernel = |core: &Core, p: u16| {
+            p != NONE && {
+                let s = &core.slots[usize::from(p)];
+                s.state == State::InKernel && s.skipped
+            }
+        };
+        let mut head = NONE;
+        let mut p = core.slots[usize::from(idx)].kprev;
+        while skipped_in_kernel(core, p) {
+            head = p;
+            p = core.slots[usize::from(p)].kprev;
+        }
+        let mut cur = head;
+        while cur != NONE && cur != idx {
+            let next = core.slots[usize::from(cur)].next;
+            let s = &core.slots[usize::from(cur)];
+            let res = match s.sqe.op {
+                Op::Delay { .. } => 0,
+                op => i32::try_from(op.transfer_len()).unwrap_or(i32::MAX),
+            };
+            if let Some(b) = core.finish(cur, res, false, None) {
+                self.give_back(core, b.id);
+            }
+            cur = next;
+        }
+    }
+
+    /// After `idx` broke its chain, completes the rest of its kernel run (`rest` onwards) with
+    /// `-ECANCELED` now: the kernel cancels them too, but skips their CQEs when the failed
+    /// entry was a skip-success one (`REQ_F_SKIP_LINK_CQES`). Late CQEs of these slots are
+    /// recognised as stale by their generation and dropped.
+    fn cancel_rest_of_run(&mut self, core: &mut Core, idx: u16, rest: u16) {
+        let (mut prev, mut cur) = (idx, rest);
+        while cur != NONE {
+            let s = &core.slots[usize::from(cur)];
+            if s.state != State::InKernel || s.kprev != prev {
+                break;
+            }
+            let next = s.next;
+            if let Some(b) = core.finish(cur, -libc::ECANCELED, false, None) {
+                self.give_back(core, b.id);
+            }
+            prev = cur;
+            cur = next;
         }
     }
 

@@ -8,6 +8,12 @@
 //!   eventfd (waits for the interrupt) → read `STATUS` → read the count block → read the FIFO
 //!   burst. Only the last entry reports a completion; on io_uring the kernel runs the whole
 //!   chain after the interrupt without waking the consumer in between.
+//! * [`stream_spi`] does the same over the simulator's asynchronous SPI bus (see
+//!   [`simimu`](super::simimu)): the chain is read INT → (write command, read response) for
+//!   STATUS, the count block and `FIFO_DATA` — six bus messages after the interrupt, all
+//!   linked, with only the FIFO read reporting. On io_uring each response read is poll-armed
+//!   in the kernel and the chain continues from the kernel's task work; the consumer returns
+//!   to user space once per chain.
 //! * [`ImuDecoder`] reports frame counts per channel and decodes frames to q31 + shift with
 //!   per-frame timestamps back-dated from the interrupt time at the nominal ODR period.
 //! * [`processing_loop`] is the ready consume loop: wait, hand each completed read to a
@@ -33,7 +39,7 @@
 //! ```
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::simimu::{self, CountBlock, FIFO_FRAMES, FRAME_LEN, Frame};
 use super::{BufferId, Cqe, IodevId, Rtio, RtioError, Sqe};
@@ -98,10 +104,20 @@ pub struct SensorEvent<'a> {
     pub data: &'a [u8],
 }
 
-/// A stream on one simulated IMU device (its register memfd and INT eventfd).
+/// How a stream reaches its device's registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreamBus {
+    /// Register memfd: linked `pread`s / `pwrite`s.
+    Memfd(IodevId),
+    /// SPI bus socket: command / response messages.
+    Spi(IodevId),
+}
+
+/// A stream on one simulated IMU device (its register memfd or SPI bus socket, and INT
+/// eventfd).
 #[derive(Debug)]
 pub struct ImuStream {
-    regs: IodevId,
+    bus: StreamBus,
     int: IodevId,
     int_buf: BufferId,
     status_buf: BufferId,
@@ -128,6 +144,31 @@ pub fn stream(
     watermark: u32,
     userdata: u64,
 ) -> io::Result<ImuStream> {
+    let config = trigger_config(triggers, watermark)?;
+    let mut odr = [0_u8; 4];
+    fdio::pread(regs.as_fd(), &mut odr, simimu::REG_ODR_HZ)?;
+    let odr = u32::from_le_bytes(odr).max(1);
+    let mut rd = [0_u8; 4];
+    fdio::pread(regs.as_fd(), &mut rd, simimu::REG_FIFO_RD)?;
+    fdio::pwrite(regs.as_fd(), &config.to_le_bytes(), simimu::REG_CONFIG)?;
+    let regs = rtio.register_fd("imu-regs", regs)?;
+    let int = rtio.register_fd("imu-int", int)?;
+    Ok(ImuStream {
+        bus: StreamBus::Memfd(regs),
+        int,
+        int_buf: rtio.alloc_buffer(8)?,
+        status_buf: rtio.alloc_buffer(4)?,
+        count_buf: rtio.alloc_buffer(simimu::COUNT_BLOCK_LEN)?,
+        fifo_buf: rtio.alloc_buffer(simimu::FIFO_BURST_LEN)?,
+        rd: u32::from_le_bytes(rd),
+        triggers: triggers.to_vec(),
+        userdata,
+        period_ns: 1_000_000_000 / u64::from(odr),
+        armed: false,
+    })
+}
+
+fn trigger_config(triggers: &[StreamTrigger], watermark: u32) -> io::Result<u32> {
     if triggers.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -148,16 +189,60 @@ pub fn stream(
             Trigger::FifoFull => simimu::CONFIG_INT_FULL,
         };
     }
+    Ok(config)
+}
+
+/// One blocking SPI read transfer (setup and the thread-based reader): sends the command and
+/// waits for the response. Returns the bytes received.
+///
+/// # Errors
+/// Socket errors; `UnexpectedEof` if the bus closed.
+pub fn spi_read(bus: BorrowedFd<'_>, reg: u64, buf: &mut [u8]) -> io::Result<usize> {
+    fdio::write(bus, &simimu::spi_read_cmd(reg, len32(buf.len())))?;
+    let n = fdio::read(bus, buf)?;
+    if n == 0 && !buf.is_empty() && reg != simimu::REG_FIFO_DATA {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "SPI bus closed (simulator gone)",
+        ));
+    }
+    Ok(n)
+}
+
+/// One posted SPI register write (u32).
+///
+/// # Errors
+/// Socket errors.
+pub fn spi_write_u32(bus: BorrowedFd<'_>, reg: u64, value: u32) -> io::Result<()> {
+    fdio::write(bus, &simimu::spi_write_cmd(reg, value))?;
+    Ok(())
+}
+
+/// Starts streaming from a simulated IMU over its SPI bus socket (Zephyr `sensor_stream`):
+/// like [`stream`], but every register access is a command/response transfer on `bus` and the
+/// FIFO is popped through `FIFO_DATA` (see [`simimu`](super::simimu)).
+///
+/// # Errors
+/// Bad watermark or no trigger (`InvalidInput`); bus transfer or RTIO setup errors.
+pub fn stream_spi(
+    rtio: &mut Rtio,
+    bus: OwnedFd,
+    int: OwnedFd,
+    triggers: &[StreamTrigger],
+    watermark: u32,
+    userdata: u64,
+) -> io::Result<ImuStream> {
+    let config = trigger_config(triggers, watermark)?;
     let mut odr = [0_u8; 4];
-    fdio::pread(regs.as_fd(), &mut odr, simimu::REG_ODR_HZ)?;
+    spi_read(bus.as_fd(), simimu::REG_ODR_HZ, &mut odr)?;
     let odr = u32::from_le_bytes(odr).max(1);
     let mut rd = [0_u8; 4];
-    fdio::pread(regs.as_fd(), &mut rd, simimu::REG_FIFO_RD)?;
-    fdio::pwrite(regs.as_fd(), &config.to_le_bytes(), simimu::REG_CONFIG)?;
-    let regs = rtio.register_fd("imu-regs", regs)?;
+    spi_read(bus.as_fd(), simimu::REG_FIFO_RD, &mut rd)?;
+    spi_write_u32(bus.as_fd(), simimu::REG_CONFIG, config)?;
+    let bus = rtio.register_fd("imu-spi", bus)?;
     let int = rtio.register_fd("imu-int", int)?;
     Ok(ImuStream {
-        regs,
+        bus: StreamBus::Spi(bus),
         int,
         int_buf: rtio.alloc_buffer(8)?,
         status_buf: rtio.alloc_buffer(4)?,
@@ -181,10 +266,14 @@ impl ImuStream {
     /// # Errors
     /// Submission pool full (size it for 5 entries per stream).
     pub fn arm(&mut self, rtio: &mut Rtio) -> Result<(), RtioError> {
+        let regs = match self.bus {
+            StreamBus::Memfd(regs) => regs,
+            StreamBus::Spi(bus) => return self.arm_spi(rtio, bus),
+        };
         let rd = self.rd.to_le_bytes();
         let include = self.triggers.iter().any(|t| t.opt == DataOpt::Include);
         rtio.prepare(
-            Sqe::tiny_write(self.regs, &rd)
+            Sqe::tiny_write(regs, &rd)
                 .at(simimu::REG_FIFO_RD)
                 .chained()
                 .no_response()
@@ -197,24 +286,72 @@ impl ImuStream {
                 .userdata(self.userdata),
         )?;
         rtio.prepare(
-            Sqe::read(self.regs, self.status_buf, 4)
+            Sqe::read(regs, self.status_buf, 4)
                 .at(simimu::REG_STATUS)
                 .chained()
                 .no_response()
                 .userdata(self.userdata),
         )?;
-        let count = Sqe::read(self.regs, self.count_buf, len32(simimu::COUNT_BLOCK_LEN))
+        let count = Sqe::read(regs, self.count_buf, len32(simimu::COUNT_BLOCK_LEN))
             .at(simimu::REG_FIFO_COUNT)
             .userdata(self.userdata);
         if include {
             rtio.prepare(count.chained().no_response())?;
             rtio.prepare(
-                Sqe::read(self.regs, self.fifo_buf, len32(simimu::FIFO_BURST_LEN))
+                Sqe::read(regs, self.fifo_buf, len32(simimu::FIFO_BURST_LEN))
                     .at(simimu::fifo_burst_offset(self.rd))
                     .userdata(self.userdata),
             )?;
         } else {
             rtio.prepare(count)?;
+        }
+        self.armed = true;
+        Ok(())
+    }
+
+    /// The SPI chain: read INT, then (command, response) for STATUS, count and FIFO_DATA.
+    fn arm_spi(&mut self, rtio: &mut Rtio, bus: IodevId) -> Result<(), RtioError> {
+        let u = self.userdata;
+        let fetch = self.triggers.iter().any(|t| t.opt != DataOpt::Nop);
+        rtio.prepare(
+            Sqe::read(self.int, self.int_buf, 8)
+                .chained()
+                .no_response()
+                .userdata(u),
+        )?;
+        let cmd = |reg, len| Sqe::tiny_write(bus, &simimu::spi_read_cmd(reg, len32(len)));
+        rtio.prepare(
+            cmd(simimu::REG_STATUS, 4)
+                .chained()
+                .no_response()
+                .userdata(u),
+        )?;
+        rtio.prepare(
+            Sqe::read(bus, self.status_buf, 4)
+                .chained()
+                .no_response()
+                .userdata(u),
+        )?;
+        rtio.prepare(
+            cmd(simimu::REG_FIFO_COUNT, simimu::COUNT_BLOCK_LEN)
+                .chained()
+                .no_response()
+                .userdata(u),
+        )?;
+        let count = Sqe::read(bus, self.count_buf, len32(simimu::COUNT_BLOCK_LEN)).userdata(u);
+        if !fetch {
+            rtio.prepare(count)?;
+        } else {
+            rtio.prepare(count.chained().no_response())?;
+            rtio.prepare(
+                cmd(simimu::REG_FIFO_DATA, simimu::FIFO_BURST_LEN)
+                    .chained()
+                    .no_response()
+                    .userdata(u),
+            )?;
+            // The bus answers with the whole frames available: a short read, last in the
+            // chain, so it breaks nothing.
+            rtio.prepare(Sqe::read(bus, self.fifo_buf, len32(simimu::FIFO_BURST_LEN)).userdata(u))?;
         }
         self.armed = true;
         Ok(())
@@ -276,6 +413,23 @@ impl ImuStream {
             dropped_total: count.dropped,
             period_ns: self.period_ns,
         };
+        if let StreamBus::Spi(_) = self.bus {
+            // The FIFO_DATA read popped the frames already (the bus advanced FIFO_RD): what
+            // was read is consumed, whatever the option, so a Nop outcome still delivers it.
+            let fetched = self.triggers.iter().any(|t| t.opt != DataOpt::Nop);
+            if !fetched {
+                return Ok((header, &[]));
+            }
+            let n = cqe.result.unsigned_abs() as usize / FRAME_LEN;
+            let fifo = rtio.buffer(self.fifo_buf).map_err(|_| -libc::EBUSY)?;
+            self.rd = self.rd.wrapping_add(len32(n));
+            if opt == DataOpt::Drop {
+                header.flushed = len32(n);
+                return Ok((header, &[]));
+            }
+            header.frames = len32(n);
+            return Ok((header, &fifo[..n * FRAME_LEN]));
+        }
         let data: &[u8] = match opt {
             DataOpt::Nop => &[],
             DataOpt::Drop => {
