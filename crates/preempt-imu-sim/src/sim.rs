@@ -259,7 +259,7 @@ fn serve_bus(
         ep.add(*s, Interest::READ, i as u64)?;
     }
     let mut events = [Event::default(); 16];
-    let mut cmd = [0_u8; 64];
+    let mut cmd = [0_u8; simimu::SPI_CMD_LEN * (1 + simimu::SPI_TRANSACTION_MAX)];
     let mut resp = vec![0_u8; 4096];
     let mut bus_free_at = 0_u64;
     let mut open = socks.len();
@@ -293,8 +293,12 @@ fn serve_bus(
                     eprintln!("imu-sim: bus: malformed command ({len} bytes) on device {i}");
                     continue;
                 };
-                let moved = execute(map, &c, &cmd[..len], &mut resp);
-                let cost = simimu::spi_transfer_ns(moved, cfg.bus_ns_per_byte);
+                let (moved, cost) = if c.op == simimu::SPI_OP_TRANSACTION {
+                    transaction(map, &cmd[..len], &mut resp, cfg.bus_ns_per_byte)
+                } else {
+                    let m = execute(map, &c, &cmd[..len], &mut resp);
+                    (m, simimu::spi_transfer_ns(m, cfg.bus_ns_per_byte))
+                };
                 let start = clock::monotonic_now_ns().max(bus_free_at);
                 bus_free_at = start + cost;
                 while clock::monotonic_now_ns() < bus_free_at {
@@ -305,7 +309,7 @@ fn serve_bus(
                 let (x, b) = (simimu::REG_BUS_TRANSFERS, simimu::REG_BUS_BUSY_NS);
                 Regs::store_u64(*map, x, Regs::load_u64(*map, x) + 1);
                 Regs::store_u64(*map, b, Regs::load_u64(*map, b) + cost);
-                if c.op == simimu::SPI_OP_READ {
+                if c.op != simimu::SPI_OP_WRITE {
                     match fdio::write(*sock, &resp[..moved]) {
                         Ok(_) => {}
                         Err(e)
@@ -320,6 +324,27 @@ fn serve_bus(
         }
     }
     Ok(())
+}
+
+/// Executes a transaction of reads back to back into one response; returns the response
+/// length and the bus time (each read costs its own address byte plus data, as separate
+/// transfers would, but the requester is answered once).
+fn transaction(map: &SharedMap, msg: &[u8], resp: &mut [u8], ns_per_byte: u32) -> (usize, u64) {
+    let k = msg.len() / simimu::SPI_CMD_LEN - 1;
+    let (mut at, mut cost) = (0, 0);
+    for i in 0..k.min(simimu::SPI_TRANSACTION_MAX) {
+        let o = simimu::SPI_CMD_LEN * (1 + i);
+        let Some(c) = SpiCmd::parse(&msg[o..o + simimu::SPI_CMD_LEN]) else {
+            break;
+        };
+        if c.op != simimu::SPI_OP_READ {
+            break;
+        }
+        let m = execute(map, &c, &msg[o..], &mut resp[at..]);
+        cost += simimu::spi_transfer_ns(m, ns_per_byte);
+        at += m;
+    }
+    (at, cost)
 }
 
 /// Executes one command on a register file; returns the data bytes moved (the response

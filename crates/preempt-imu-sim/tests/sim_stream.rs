@@ -11,7 +11,7 @@ use preempt_io::rtio::sensor::{
 };
 use preempt_io::rtio::{BackendChoice, Rtio, RtioConfig};
 
-fn run(backend: BackendChoice, bus: Bus) {
+fn run(backend: BackendChoice, bus: Bus, transaction: bool) {
     let cfg = SimConfig {
         bus,
         // A fast bus keeps the test short; the benchmark uses the 10 MHz default.
@@ -49,7 +49,11 @@ fn run(backend: BackendChoice, bus: Bus) {
             }
             Bus::Spi => {
                 let (sock, int) = d.dup_spi_fds().unwrap();
-                sensor::stream_spi(&mut rtio, sock, int, &triggers, 4, i as u64)
+                if transaction {
+                    sensor::stream_spi_transaction(&mut rtio, sock, int, &triggers, 4, i as u64)
+                } else {
+                    sensor::stream_spi(&mut rtio, sock, int, &triggers, 4, i as u64)
+                }
             }
         };
         streams.push(s.unwrap());
@@ -114,8 +118,8 @@ fn run(backend: BackendChoice, bus: Bus) {
 
 #[test]
 fn imu_stream_over_io_uring_and_epoll() {
-    for bus in [Bus::Memfd, Bus::Spi] {
-        run(BackendChoice::IoUring, bus);
-        run(BackendChoice::Epoll, bus);
+    for (bus, txn) in [(Bus::Memfd, false), (Bus::Spi, false), (Bus::Spi, true)] {
+        run(BackendChoice::IoUring, bus, txn);
+        run(BackendChoice::Epoll, bus, txn);
     }
 }

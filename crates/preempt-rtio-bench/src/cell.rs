@@ -61,6 +61,9 @@ pub struct CellSpec {
     pub backend: BackendChoice,
     /// Register bus.
     pub bus: Bus,
+    /// SPI: one bus transaction per sample (both designs) instead of a message pair per
+    /// transfer.
+    pub transaction: bool,
     /// SPI bus time per byte, ns.
     pub bus_ns_per_byte: u32,
 }
@@ -74,7 +77,7 @@ pub struct CellResult {
     pub extra_streams: String,
     /// "thread" or "rtio".
     pub design: String,
-    /// "spi" or "memfd".
+    /// "spi", "spi-txn" or "memfd".
     pub bus: String,
     /// SPI bus time per byte (0 for memfd).
     pub bus_ns_per_byte: u32,
@@ -347,6 +350,55 @@ fn thread_consumer_spi(
     }
 }
 
+/// The thread-based reader with one bus transaction per interrupt: block on INT, send the
+/// transaction command, block on its single response (status, count block, frames).
+fn thread_consumer_txn(
+    bus: std::os::fd::OwnedFd,
+    int: preempt_io::sys::eventfd::EventFd,
+    mut st: DevState,
+    stop: Arc<AtomicBool>,
+    cpu: usize,
+    priority: u8,
+) -> io::Result<(DevState, bool)> {
+    let fifo_ok = setup_consumer_thread(cpu, priority);
+    let mut cmd = [0_u8; simimu::SPI_CMD_LEN * 4];
+    let reads = [
+        (simimu::REG_STATUS, 4),
+        (simimu::REG_FIFO_COUNT, simimu::COUNT_BLOCK_LEN as u32),
+        (simimu::REG_FIFO_DATA, simimu::FIFO_BURST_LEN as u32),
+    ];
+    let n = simimu::spi_transaction_cmd(&reads, &mut cmd)
+        .ok_or_else(|| io::Error::other("transaction command does not fit"))?;
+    let head = 4 + simimu::COUNT_BLOCK_LEN;
+    let mut resp = vec![0_u8; head + simimu::FIFO_BURST_LEN];
+    let b = bus.as_fd();
+    loop {
+        int.read()?;
+        if stop.load(Ordering::Acquire) {
+            return Ok((st, fifo_ok));
+        }
+        fdio::write(b, &cmd[..n])?;
+        let got = fdio::read(b, &mut resp)?;
+        if got < head {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "short transaction response (simulator gone?)",
+            ));
+        }
+        let cb = CountBlock::parse(&resp[4..head]);
+        let frames = (got - head) / FRAME_LEN;
+        let header = sensor::ReadHeader {
+            int_timestamp_ns: cb.int_ts_ns,
+            status: u32::from_le_bytes([resp[0], resp[1], resp[2], resp[3]]),
+            frames: u32::try_from(frames).unwrap_or(0),
+            flushed: 0,
+            dropped_total: cb.dropped,
+            period_ns: 0,
+        };
+        st.process(&header, &resp[head..head + frames * FRAME_LEN]);
+    }
+}
+
 /// io-wq worker threads of this process (`iou-wrk-<tid>` in `/proc/self/task/*/comm`).
 fn iowq_workers() -> u32 {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
@@ -385,6 +437,9 @@ fn rtio_consumer(
     for (i, (regs, int)) in fds.into_iter().enumerate() {
         streams.push(match spec.bus {
             Bus::Memfd => sensor::stream(&mut rtio, regs, int, &triggers, 1, i as u64)?,
+            Bus::Spi if spec.transaction => {
+                sensor::stream_spi_transaction(&mut rtio, regs, int, &triggers, 1, i as u64)?
+            }
             Bus::Spi => sensor::stream_spi(&mut rtio, regs, int, &triggers, 1, i as u64)?,
         });
     }
@@ -483,6 +538,10 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
                             d.regs.as_fd().try_clone_to_owned()?,
                         )?;
                         b.spawn(move || thread_consumer(regs, int, st, stop, cpu, prio))?
+                    }
+                    Bus::Spi if spec.transaction => {
+                        let (bus, _) = d.dup_spi_fds()?;
+                        b.spawn(move || thread_consumer_txn(bus, int, st, stop, cpu, prio))?
                     }
                     Bus::Spi => {
                         let (bus, _) = d.dup_spi_fds()?;
@@ -587,7 +646,10 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         odr_hz: spec.odr_hz,
         extra_streams: extra_label(&spec.extra_hz),
         design: spec.design.label().into(),
-        bus: spec.bus.name().into(),
+        bus: match (spec.bus, spec.transaction) {
+            (Bus::Spi, true) => "spi-txn".into(),
+            (b, _) => b.name().into(),
+        },
         bus_ns_per_byte: if spec.bus == Bus::Spi {
             spec.bus_ns_per_byte
         } else {

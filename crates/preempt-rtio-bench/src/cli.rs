@@ -16,17 +16,51 @@ first misses an event and reports both break points. Exit codes: 0 ok, 1 runtime
 /// Register bus of the simulated devices (`--bus`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BusArg {
-    /// Asynchronous command/response SPI bus served by the simulator's bus thread.
+    /// Asynchronous command/response SPI bus served by the simulator's bus thread, one
+    /// message pair per transfer (status, count, FIFO: three per sample).
     Spi,
+    /// The same bus, the three reads as one bus transaction (one command, one response).
+    #[value(name = "spi-txn")]
+    SpiTxn,
     /// Synchronous memfd register window (pread).
     Memfd,
 }
 
-impl From<BusArg> for Bus {
-    fn from(b: BusArg) -> Bus {
+/// A bus and how transfers are grouped on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The simulator's bus.
+    pub bus: Bus,
+    /// SPI: one transaction per sample instead of one message pair per transfer.
+    pub transaction: bool,
+}
+
+impl Link {
+    /// Label in the table and JSON: "spi", "spi-txn" or "memfd".
+    pub fn label(self) -> &'static str {
+        match (self.bus, self.transaction) {
+            (Bus::Spi, false) => "spi",
+            (Bus::Spi, true) => "spi-txn",
+            (Bus::Memfd, _) => "memfd",
+        }
+    }
+}
+
+impl From<BusArg> for Link {
+    fn from(b: BusArg) -> Link {
         match b {
-            BusArg::Spi => Bus::Spi,
-            BusArg::Memfd => Bus::Memfd,
+            BusArg::Spi => Link {
+                bus: Bus::Spi,
+                transaction: false,
+            },
+            BusArg::SpiTxn => Link {
+                bus: Bus::Spi,
+                transaction: true,
+            },
+            BusArg::Memfd => Link {
+                bus: Bus::Memfd,
+                transaction: false,
+            },
         }
     }
 }
@@ -58,7 +92,8 @@ pub struct Args {
     /// IMU output data rates to run (3200, 6400).
     #[arg(long, value_delimiter = ',', default_values_t = [3200_u32, 6400])]
     pub odr: Vec<u32>,
-    /// Register bus(es) to run: spi (asynchronous, the talk's setting), memfd, or both.
+    /// Register bus(es) to run, comma-separated: spi (asynchronous, a message pair per
+    /// transfer), spi-txn (one bus transaction per sample), memfd (synchronous pread).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [BusArg::Spi])]
     pub bus: Vec<BusArg>,
     /// SPI bus time per byte, ns (800 = 10 MHz SPI clock).
@@ -96,7 +131,7 @@ pub struct Config {
     /// IMU ODRs to run.
     pub odrs: Vec<u32>,
     /// Buses to run.
-    pub buses: Vec<Bus>,
+    pub buses: Vec<Link>,
     /// SPI bus time per byte, ns.
     pub bus_ns_per_byte: u32,
     /// JSON output.
@@ -172,10 +207,10 @@ impl Config {
                 imu_sim.display()
             ));
         }
-        let mut buses: Vec<Bus> = Vec::new();
+        let mut buses: Vec<Link> = Vec::new();
         for b in &a.bus {
-            if !buses.contains(&Bus::from(*b)) {
-                buses.push(Bus::from(*b));
+            if !buses.contains(&Link::from(*b)) {
+                buses.push(Link::from(*b));
             }
         }
         Ok(Config {
@@ -259,15 +294,16 @@ mod tests {
             "6400",
             "--sweep",
             "--bus",
-            "memfd,spi,memfd",
+            "memfd,spi,memfd,spi-txn",
         ])
         .unwrap();
         assert_eq!(
             (c.duration_ns, c.work_us, c.odrs.clone(), c.sweep),
             (1_500_000_000, 20, vec![6400], true)
         );
-        assert_eq!(c.buses, vec![Bus::Memfd, Bus::Spi]);
+        let labels: Vec<&str> = c.buses.iter().map(|l| l.label()).collect();
+        assert_eq!(labels, vec!["memfd", "spi", "spi-txn"]);
         let d = p(&[]).unwrap();
-        assert_eq!((d.buses.clone(), d.bus_ns_per_byte), (vec![Bus::Spi], 800));
+        assert_eq!((d.buses[0].label(), d.bus_ns_per_byte), ("spi", 800));
     }
 }

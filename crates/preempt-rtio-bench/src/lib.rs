@@ -85,7 +85,7 @@ const EXTRA_ROWS: [&[u32]; 5] = [&[], &[100], &[100, 100], &[400], &[400, 400]];
 
 fn spec(
     cfg: &Config,
-    bus: preempt_imu_sim::sim::Bus,
+    bus: cli::Link,
     odr: u32,
     extra: &[u32],
     design: Design,
@@ -101,16 +101,13 @@ fn spec(
         sim_cpu: cfg.sim_cpu,
         priority: cfg.priority,
         backend: cfg.backend,
-        bus,
+        bus: bus.bus,
+        transaction: bus.transaction,
         bus_ns_per_byte: cfg.bus_ns_per_byte,
     }
 }
 
-fn sweep(
-    cfg: &Config,
-    bus: preempt_imu_sim::sim::Bus,
-    design: Design,
-) -> std::io::Result<BreakPoint> {
+fn sweep(cfg: &Config, bus: cli::Link, design: Design) -> std::io::Result<BreakPoint> {
     let (odr, extra) = (6400, [400_u32, 400]);
     let mut trials = Vec::new();
     let mut try_w = |w: u32| -> std::io::Result<bool> {
@@ -118,7 +115,7 @@ fn sweep(
         let missed = r.missed_events.max(r.fifo_full_drops);
         eprintln!(
             "  sweep {:<5} {:<6} work {:>4} us: missed {missed}, cpu {:.1}%",
-            bus.name(),
+            bus.label(),
             design.label(),
             w,
             r.consumer_cpu_load_pct
@@ -148,7 +145,7 @@ fn sweep(
     }
     Ok(BreakPoint {
         design: design.label().into(),
-        bus: bus.name().into(),
+        bus: bus.label().into(),
         odr_hz: odr,
         extra_streams: cell::extra_label(&extra),
         max_sustained_work_us: ok,

@@ -71,7 +71,15 @@
 //! 8..12  read: bytes wanted; write: payload length
 //! 12..   write payload
 //! response to a read: the bytes (FIFO_DATA: whole frames, possibly none)
+//!
+//! transaction (op 3): 12-byte header with the number of reads k in the address field,
+//! then k read commands; executed back to back with chip select held, answered with ONE
+//! message holding all k results concatenated ([`spi_transaction_cmd`])
 //! ```
+//!
+//! The transaction is what a Linux `spidev` `SPI_IOC_MESSAGE(k)` or a Zephyr SPI RTIO
+//! transaction does: the controller driver (here the bus thread) runs the whole
+//! status → count → FIFO sequence after one request, and the requester hears back once.
 //!
 //! # Pointing the same code at a real IIO device
 //!
@@ -129,6 +137,10 @@ pub const SPI_CMD_LEN: usize = 12;
 pub const SPI_OP_READ: u8 = 1;
 /// SPI command op: write (posted, no response).
 pub const SPI_OP_WRITE: u8 = 2;
+/// SPI command op: transaction of reads, one response (see the module docs).
+pub const SPI_OP_TRANSACTION: u8 = 3;
+/// Most reads in one transaction.
+pub const SPI_TRANSACTION_MAX: usize = 8;
 /// Default SPI bus time per byte: 800 ns = 8 bits at a 10 MHz SPI clock (the ICM-456xx
 /// family's maximum SPI clock is 24 MHz; 10 MHz is a common conservative setting).
 pub const DEFAULT_BUS_NS_PER_BYTE: u32 = 800;
@@ -193,6 +205,25 @@ pub fn spi_write_cmd(reg: u64, value: u32) -> [u8; SPI_CMD_LEN + 4] {
     c
 }
 
+/// Writes a transaction command for `reads` (register, bytes) into `out`; returns its length,
+/// or `None` if `out` is too small or there are more than [`SPI_TRANSACTION_MAX`] reads.
+pub fn spi_transaction_cmd(reads: &[(u64, u32)], out: &mut [u8]) -> Option<usize> {
+    let len = SPI_CMD_LEN * (1 + reads.len());
+    if reads.len() > SPI_TRANSACTION_MAX || out.len() < len {
+        return None;
+    }
+    out[..SPI_CMD_LEN].fill(0);
+    out[0] = SPI_OP_TRANSACTION;
+    out[4..8].copy_from_slice(&u32::try_from(reads.len()).ok()?.to_le_bytes());
+    let total: u32 = reads.iter().map(|r| r.1).sum();
+    out[8..12].copy_from_slice(&total.to_le_bytes());
+    for (i, &(reg, n)) in reads.iter().enumerate() {
+        let o = SPI_CMD_LEN * (1 + i);
+        out[o..o + SPI_CMD_LEN].copy_from_slice(&spi_read_cmd(reg, n));
+    }
+    Some(len)
+}
+
 /// A parsed SPI command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpiCmd {
@@ -207,7 +238,8 @@ pub struct SpiCmd {
 impl SpiCmd {
     /// Parses a command message (`None` if it is too short or the op is unknown).
     pub fn parse(b: &[u8]) -> Option<SpiCmd> {
-        if b.len() < SPI_CMD_LEN || !(b[0] == SPI_OP_READ || b[0] == SPI_OP_WRITE) {
+        if b.len() < SPI_CMD_LEN || !matches!(b[0], SPI_OP_READ | SPI_OP_WRITE | SPI_OP_TRANSACTION)
+        {
             return None;
         }
         let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
@@ -358,5 +390,12 @@ mod tests {
         assert_eq!(SpiCmd::parse(&[9; 12]), None);
         assert_eq!(SpiCmd::parse(&[1; 4]), None);
         assert_eq!(spi_transfer_ns(4, 800), 4000);
+        let mut t = [0_u8; 64];
+        let n = spi_transaction_cmd(&[(REG_STATUS, 4), (REG_FIFO_COUNT, 28)], &mut t).unwrap();
+        assert_eq!(n, 36);
+        let h = SpiCmd::parse(&t).unwrap();
+        assert_eq!((h.op, h.reg, h.len), (SPI_OP_TRANSACTION, 2, 32));
+        assert_eq!(SpiCmd::parse(&t[24..]).unwrap().reg, 0x14);
+        assert_eq!(spi_transaction_cmd(&[(0, 1); 9], &mut [0; 256]), None);
     }
 }

@@ -111,7 +111,12 @@ enum StreamBus {
     Memfd(IodevId),
     /// SPI bus socket: command / response messages.
     Spi(IodevId),
+    /// SPI bus socket, the three reads as one bus transaction (one command, one response).
+    SpiTransaction(IodevId),
 }
+
+/// Bytes of STATUS + the count block at the start of a transaction response.
+const TXN_HEAD: usize = 4 + simimu::COUNT_BLOCK_LEN;
 
 /// A stream on one simulated IMU device (its register memfd or SPI bus socket, and INT
 /// eventfd).
@@ -123,6 +128,9 @@ pub struct ImuStream {
     status_buf: BufferId,
     count_buf: BufferId,
     fifo_buf: BufferId,
+    /// Transaction command and response buffers ([`stream_spi_transaction`] only).
+    txn_buf: Option<BufferId>,
+    resp_buf: Option<BufferId>,
     rd: u32,
     triggers: Vec<StreamTrigger>,
     userdata: u64,
@@ -160,6 +168,8 @@ pub fn stream(
         status_buf: rtio.alloc_buffer(4)?,
         count_buf: rtio.alloc_buffer(simimu::COUNT_BLOCK_LEN)?,
         fifo_buf: rtio.alloc_buffer(simimu::FIFO_BURST_LEN)?,
+        txn_buf: None,
+        resp_buf: None,
         rd: u32::from_le_bytes(rd),
         triggers: triggers.to_vec(),
         userdata,
@@ -218,6 +228,41 @@ pub fn spi_write_u32(bus: BorrowedFd<'_>, reg: u64, value: u32) -> io::Result<()
     Ok(())
 }
 
+/// Like [`stream_spi`], but the per-interrupt work is ONE bus transaction (STATUS, count block
+/// and FIFO_DATA reads executed back to back by the bus, one response): the chain is read INT
+/// → write the transaction command → read the response. This is how a Zephyr SPI RTIO
+/// transaction or a Linux `SPI_IOC_MESSAGE(3)` hands the whole sequence to the bus driver.
+///
+/// # Errors
+/// As [`stream_spi`].
+pub fn stream_spi_transaction(
+    rtio: &mut Rtio,
+    bus: OwnedFd,
+    int: OwnedFd,
+    triggers: &[StreamTrigger],
+    watermark: u32,
+    userdata: u64,
+) -> io::Result<ImuStream> {
+    let mut s = stream_spi(rtio, bus, int, triggers, watermark, userdata)?;
+    let StreamBus::Spi(bus) = s.bus else {
+        return Err(io::Error::other("stream_spi built a non-SPI stream"));
+    };
+    let mut cmd = [0_u8; simimu::SPI_CMD_LEN * 4];
+    let reads = [
+        (simimu::REG_STATUS, 4),
+        (simimu::REG_FIFO_COUNT, len32(simimu::COUNT_BLOCK_LEN)),
+        (simimu::REG_FIFO_DATA, len32(simimu::FIFO_BURST_LEN)),
+    ];
+    let n = simimu::spi_transaction_cmd(&reads, &mut cmd)
+        .ok_or_else(|| io::Error::other("transaction command does not fit"))?;
+    let txn = rtio.alloc_buffer(n)?;
+    rtio.buffer_mut(txn)?.copy_from_slice(&cmd[..n]);
+    s.txn_buf = Some(txn);
+    s.resp_buf = Some(rtio.alloc_buffer(TXN_HEAD + simimu::FIFO_BURST_LEN)?);
+    s.bus = StreamBus::SpiTransaction(bus);
+    Ok(s)
+}
+
 /// Starts streaming from a simulated IMU over its SPI bus socket (Zephyr `sensor_stream`):
 /// like [`stream`], but every register access is a command/response transfer on `bus` and the
 /// FIFO is popped through `FIFO_DATA` (see [`simimu`](super::simimu)).
@@ -248,6 +293,8 @@ pub fn stream_spi(
         status_buf: rtio.alloc_buffer(4)?,
         count_buf: rtio.alloc_buffer(simimu::COUNT_BLOCK_LEN)?,
         fifo_buf: rtio.alloc_buffer(simimu::FIFO_BURST_LEN)?,
+        txn_buf: None,
+        resp_buf: None,
         rd: u32::from_le_bytes(rd),
         triggers: triggers.to_vec(),
         userdata,
@@ -269,6 +316,7 @@ impl ImuStream {
         let regs = match self.bus {
             StreamBus::Memfd(regs) => regs,
             StreamBus::Spi(bus) => return self.arm_spi(rtio, bus),
+            StreamBus::SpiTransaction(bus) => return self.arm_transaction(rtio, bus),
         };
         let rd = self.rd.to_le_bytes();
         let include = self.triggers.iter().any(|t| t.opt == DataOpt::Include);
@@ -357,6 +405,30 @@ impl ImuStream {
         Ok(())
     }
 
+    /// The transaction chain: read INT → write the transaction command → read the response.
+    fn arm_transaction(&mut self, rtio: &mut Rtio, bus: IodevId) -> Result<(), RtioError> {
+        let (Some(txn), Some(resp)) = (self.txn_buf, self.resp_buf) else {
+            return Err(RtioError::Invalid("transaction stream without its buffers"));
+        };
+        let u = self.userdata;
+        let cmd_len = len32(simimu::SPI_CMD_LEN * 4);
+        rtio.prepare(
+            Sqe::read(self.int, self.int_buf, 8)
+                .chained()
+                .no_response()
+                .userdata(u),
+        )?;
+        rtio.prepare(
+            Sqe::write(bus, txn, cmd_len)
+                .chained()
+                .no_response()
+                .userdata(u),
+        )?;
+        rtio.prepare(Sqe::read(bus, resp, len32(TXN_HEAD + simimu::FIFO_BURST_LEN)).userdata(u))?;
+        self.armed = true;
+        Ok(())
+    }
+
     /// Whether a chain is queued or in flight.
     pub fn is_armed(&self) -> bool {
         self.armed
@@ -387,9 +459,27 @@ impl ImuStream {
         if cqe.result < 0 {
             return Err(cqe.result);
         }
-        let status = rtio.buffer(self.status_buf).map_err(|_| -libc::EBUSY)?;
-        let status = u32::from_le_bytes([status[0], status[1], status[2], status[3]]);
-        let count = CountBlock::parse(rtio.buffer(self.count_buf).map_err(|_| -libc::EBUSY)?);
+        let (status, count, txn_data) = match (self.bus, self.resp_buf) {
+            (StreamBus::SpiTransaction(_), Some(resp)) => {
+                let r = rtio.buffer(resp).map_err(|_| -libc::EBUSY)?;
+                let len = cqe.result.unsigned_abs() as usize;
+                if len < TXN_HEAD {
+                    return Err(-libc::EIO);
+                }
+                let st = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
+                (
+                    st,
+                    CountBlock::parse(&r[4..TXN_HEAD]),
+                    Some(&r[TXN_HEAD..len]),
+                )
+            }
+            _ => {
+                let st = rtio.buffer(self.status_buf).map_err(|_| -libc::EBUSY)?;
+                let st = u32::from_le_bytes([st[0], st[1], st[2], st[3]]);
+                let cb = CountBlock::parse(rtio.buffer(self.count_buf).map_err(|_| -libc::EBUSY)?);
+                (st, cb, None)
+            }
+        };
         let avail = count.wr.wrapping_sub(self.rd).min(FIFO_FRAMES);
         let fired = |t: Trigger| match t {
             Trigger::DataReady => status & simimu::STATUS_DATA_RDY != 0,
@@ -413,6 +503,16 @@ impl ImuStream {
             dropped_total: count.dropped,
             period_ns: self.period_ns,
         };
+        if let Some(data) = txn_data {
+            let n = data.len() / FRAME_LEN;
+            self.rd = self.rd.wrapping_add(len32(n));
+            if opt == DataOpt::Drop {
+                header.flushed = len32(n);
+                return Ok((header, &[]));
+            }
+            header.frames = len32(n);
+            return Ok((header, &data[..n * FRAME_LEN]));
+        }
         if let StreamBus::Spi(_) = self.bus {
             // The FIFO_DATA read popped the frames already (the bus advanced FIFO_RD): what
             // was read is consumed, whatever the option, so a Nop outcome still delivers it.
