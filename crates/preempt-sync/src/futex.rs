@@ -223,7 +223,10 @@ mod real {
     }
 
     /// `FUTEX_LOCK_PI` with the monotonic deadline converted to `CLOCK_REALTIME`.
-    fn lock_pi_realtime(word: &AtomicU32, deadline_ns: Option<u64>) -> io::Result<libc::c_long> {
+    pub(super) fn lock_pi_realtime(
+        word: &AtomicU32,
+        deadline_ns: Option<u64>,
+    ) -> io::Result<libc::c_long> {
         let ts = match deadline_ns {
             None => None,
             Some(deadline) => {
@@ -458,4 +461,92 @@ mod model {
 #[track_caller]
 pub(crate) fn unexpected(op: &str, err: io::Error) -> ! {
     panic!("preempt-sync: {op} failed unexpectedly: {err} (this is a bug in preempt-sync)")
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::now_ns;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    /// Runs `f` while another thread owns `word` as a PI futex.
+    fn while_held_elsewhere(word: &Arc<AtomicU32>, f: impl FnOnce()) {
+        let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let w = word.clone();
+        let owner = std::thread::spawn(move || {
+            assert!(trylock_pi(&w).unwrap());
+            locked_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            unlock_pi(&w).unwrap();
+        });
+        locked_rx.recv().unwrap();
+        f();
+        release_tx.send(()).unwrap();
+        owner.join().unwrap();
+    }
+
+    #[test]
+    fn trylock_and_unlock_in_the_kernel() {
+        let word = AtomicU32::new(0);
+        assert!(trylock_pi(&word).unwrap());
+        assert_eq!(word.load(Ordering::SeqCst) & TID_MASK, current_tid());
+        // Locking again from the owner is a deadlock the kernel reports.
+        let err = lock_pi(&word, None).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EDEADLK));
+        unlock_pi(&word).unwrap();
+        assert_eq!(word.load(Ordering::SeqCst), 0);
+        // Unlocking a futex we do not own is refused.
+        assert_eq!(
+            unlock_pi(&word).unwrap_err().raw_os_error(),
+            Some(libc::EPERM)
+        );
+    }
+
+    #[test]
+    fn held_elsewhere_trylock_fails_and_lock_times_out() {
+        let word = Arc::new(AtomicU32::new(0));
+        while_held_elsewhere(&word, || {
+            assert!(!trylock_pi(&word).unwrap());
+            let deadline = now_ns() + 2_000_000;
+            let err = lock_pi(&word, Some(deadline)).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+            assert!(
+                now_ns() >= deadline,
+                "timed out before the absolute deadline"
+            );
+            // The FUTEX_LOCK_PI fallback (realtime clock) times out the same way.
+            let err = real_fallback_lock(&word, now_ns() + 1_000_000).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::ETIMEDOUT));
+        });
+        // Free again: the kernel path takes it at once.
+        lock_pi(&word, Some(now_ns() + 1_000_000_000)).unwrap();
+        assert_eq!(word.load(Ordering::SeqCst) & TID_MASK, current_tid());
+        unlock_pi(&word).unwrap();
+    }
+
+    fn real_fallback_lock(word: &AtomicU32, deadline: u64) -> io::Result<()> {
+        real::lock_pi_realtime(word, Some(deadline)).map(drop)
+    }
+
+    #[test]
+    fn wait_outcomes() {
+        let word = AtomicU32::new(5);
+        assert_eq!(wait(&word, 4, None).unwrap(), Wait::ValueChanged);
+        assert_eq!(
+            wait(&word, 5, Some(now_ns() + 1_000_000)).unwrap(),
+            Wait::TimedOut
+        );
+        assert_eq!(wait(&word, 5, Some(0)).unwrap(), Wait::TimedOut);
+        assert_eq!(wake(&word, u32::MAX).unwrap(), 0);
+    }
+
+    #[test]
+    fn tid_is_cached_and_per_thread() {
+        let me = current_tid();
+        assert_eq!(me, current_tid());
+        let other = std::thread::spawn(current_tid).join().unwrap();
+        assert_ne!(me, other);
+    }
 }

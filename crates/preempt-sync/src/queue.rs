@@ -341,7 +341,7 @@ mod tests {
     #[test]
     fn many_producers_keep_per_producer_order_and_lose_nothing() {
         const PRODUCERS: usize = 4;
-        const PER: usize = 20_000;
+        const PER: usize = 5_000;
         let q: Arc<MpscQueue<(usize, usize), 64>> = Arc::new(MpscQueue::new());
         let handles: Vec<_> = (0..PRODUCERS)
             .map(|p| {

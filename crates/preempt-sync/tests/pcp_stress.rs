@@ -6,6 +6,7 @@
 //!
 //! Without CAP_SYS_NICE the same tests run under SCHED_OTHER (printed), which still checks
 //! mutual exclusion and deadlock freedom but not the single-CPU priority behaviour.
+#![cfg(not(loom))] // real threads and real futexes; loom builds use tests/loom_*.rs
 
 mod common;
 
