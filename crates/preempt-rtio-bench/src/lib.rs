@@ -18,7 +18,9 @@
 //! syscalls and four wake-ups per sample), the RTIO chain hands all six messages to the kernel
 //! at once; and **memfd**, a synchronous register window read with `pread` (five syscalls, one
 //! wake-up per sample for threads; RTIO runs the preads inline), kept to show that RTIO has
-//! nothing to win where a "transfer" is a memory copy.
+//! nothing to win where a "transfer" is a memory copy; and **spi-txn**, the SPI bus with the
+//! three reads sent as one bus transaction (one command, one response) by *both* designs —
+//! three syscalls and two wake-ups per sample for a thread, one `io_uring_enter` for RTIO.
 //!
 //! Per cell it reports the consumer CPU's load from `/proc/stat` (which, like Zephyr's
 //! `cpu_load`, includes interrupt time), the process CPU time, latency from the sample's
@@ -121,7 +123,22 @@ fn sweep(cfg: &Config, bus: cli::Link, design: Design) -> std::io::Result<BreakP
             r.consumer_cpu_load_pct
         );
         trials.push((w, missed));
-        Ok(missed == 0)
+        if missed == 0 {
+            return Ok(true);
+        }
+        // One retry: on a shared machine a single stall of the (non-isolated) consumer CPU
+        // longer than the FIFO (16 ms at 6400 Hz) loses samples at any workload. A workload
+        // counts as missing events only if it misses in two runs in a row.
+        let r = cell::run_cell(&cfg.imu_sim, &spec(cfg, bus, odr, &extra, design, w))?;
+        let again = r.missed_events.max(r.fifo_full_drops);
+        eprintln!(
+            "  sweep {:<5} {:<6} work {:>4} us: retry missed {again}",
+            bus.label(),
+            design.label(),
+            w
+        );
+        trials.push((w, again));
+        Ok(again == 0)
     };
     // Coarse steps of 16 us, then bisect to 1 us.
     let (mut ok, mut bad): (Option<u32>, Option<u32>) = (None, None);

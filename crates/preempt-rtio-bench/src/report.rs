@@ -23,7 +23,8 @@ pub struct BreakPoint {
     pub max_sustained_work_us: Option<u32>,
     /// Smallest --work-us that missed events.
     pub first_missing_work_us: Option<u32>,
-    /// Every trial (work_us, missed events).
+    /// Every trial (work_us, missed events); a workload that missed is run a second time and
+    /// counts as missing only if the retry misses too.
     pub trials: Vec<(u32, u64)>,
 }
 

@@ -9,7 +9,7 @@
 //!   burst. Only the last entry reports a completion; on io_uring the kernel runs the whole
 //!   chain after the interrupt without waking the consumer in between.
 //! * [`stream_spi`] does the same over the simulator's asynchronous SPI bus (see
-//!   [`simimu`](super::simimu)): the chain is read INT → (write command, read response) for
+//!   [`simimu`]): the chain is read INT → (write command, read response) for
 //!   STATUS, the count block and `FIFO_DATA` — six bus messages after the interrupt, all
 //!   linked, with only the FIFO read reporting. On io_uring each response read is poll-armed
 //!   in the kernel and the chain continues from the kernel's task work; the consumer returns
@@ -265,7 +265,7 @@ pub fn stream_spi_transaction(
 
 /// Starts streaming from a simulated IMU over its SPI bus socket (Zephyr `sensor_stream`):
 /// like [`stream`], but every register access is a command/response transfer on `bus` and the
-/// FIFO is popped through `FIFO_DATA` (see [`simimu`](super::simimu)).
+/// FIFO is popped through `FIFO_DATA` (see [`simimu`]).
 ///
 /// # Errors
 /// Bad watermark or no trigger (`InvalidInput`); bus transfer or RTIO setup errors.
