@@ -543,6 +543,10 @@ fn cmd_wakeup(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
         loads,
         gpio_chip: a.gpio_chip.clone(),
     };
+    let lines = wakeup::GpioLines {
+        out: a.gpio_out,
+        input: a.gpio_in,
+    };
     let output = OutputConfig::from(&a.output);
     let sink = sink_for(&output)?;
     let stop = measure::install_stop_flag()?;
@@ -557,7 +561,7 @@ fn cmd_wakeup(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
         a.samples
     );
     let mut progress = Progress::new("wakeup", output.progress);
-    let result = wakeup::run(&cfg, &stop, &mut |d, t, what| {
+    let result = wakeup::run_with_gpio(&cfg, lines, &stop, &mut |d, t, what| {
         progress.update(d as f64 / t as f64, what)
     })?;
     progress.finish();

@@ -277,10 +277,10 @@ pub struct WakeupArgs {
     /// GPIO chip for the gpio source.
     #[arg(long, value_name = "PATH", default_value = "/dev/gpiochip0")]
     pub gpio_chip: PathBuf,
-    /// GPIO output line (wired to --gpio-in).
+    /// GPIO output line (wired to --gpio-in) [default: BCM 17, Raspberry Pi header pin 11].
     #[arg(long, value_name = "N", default_value_t = 17)]
     pub gpio_out: u32,
-    /// GPIO input line (wired to --gpio-out).
+    /// GPIO input line (wired to --gpio-out) [default: BCM 27, header pin 13].
     #[arg(long, value_name = "N", default_value_t = 27)]
     pub gpio_in: u32,
     /// Memory and power management.

@@ -10,7 +10,8 @@
 //! Sources: `eventfd` (write 1), `pipe` (write 1 byte), `timerfd` (the kernel fires at an
 //! absolute expiry time the waiter armed, so `trigger` is that expiry time), `signal` (a
 //! real-time signal sent with tgkill, taken with sigwaitinfo), and `gpio` (an output line
-//! looped to an input line, as in the seeds: skipped when the machine has no GPIO chip).
+//! looped to an input line with rising-edge events through the GPIO uAPI v2, as in the seeds;
+//! skipped with the reason when the machine has no GPIO chip).
 //! Each runs idle and under load ([`crate::stress`]).
 
 use std::os::fd::{AsFd, OwnedFd};
@@ -25,7 +26,7 @@ use anyhow::{Context, Result};
 use preempt_io::sys::clock::{ClockId, monotonic_now_ns, sleep_until_ns};
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::timerfd::TimerFd;
-use preempt_io::sys::{fdio, mem, sched};
+use preempt_io::sys::{fdio, gpio, mem, sched};
 
 use crate::cli::SourceArg;
 use crate::config::{PolicyConfig, StressConfig};
@@ -61,6 +62,23 @@ pub struct WakeupConfig {
     pub gpio_chip: PathBuf,
 }
 
+/// The GPIO loop-back wiring of the `gpio` source: an output line wired to an input line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpioLines {
+    /// Output line offset.
+    pub out: u32,
+    /// Input line offset (rising-edge events).
+    pub input: u32,
+}
+
+impl Default for GpioLines {
+    /// BCM GPIO 17 → GPIO 27: header pins 11 and 13 of a Raspberry Pi, side by side, so one
+    /// jumper makes the loop-back.
+    fn default() -> Self {
+        Self { out: 17, input: 27 }
+    }
+}
+
 /// The name of a source.
 pub fn source_name(s: SourceArg) -> &'static str {
     match s {
@@ -72,9 +90,19 @@ pub fn source_name(s: SourceArg) -> &'static str {
     }
 }
 
-/// Runs every source under every load; `on_progress(done, total, what)` before each case.
+/// [`run_with_gpio`] with the default GPIO wiring.
 pub fn run(
     cfg: &WakeupConfig,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<WakeupResult> {
+    run_with_gpio(cfg, GpioLines::default(), stop, on_progress)
+}
+
+/// Runs every source under every load; `on_progress(done, total, what)` before each case.
+pub fn run_with_gpio(
+    cfg: &WakeupConfig,
+    lines: GpioLines,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<WakeupResult> {
@@ -102,10 +130,10 @@ pub fn run(
                 latency: None,
                 skipped: None,
             };
-            if source == SourceArg::Gpio {
+            if source == SourceArg::Gpio && !cfg.gpio_chip.exists() {
                 case.skipped = Some(gpio_skip_reason(&cfg.gpio_chip));
             } else {
-                let h = run_case(source, cfg, stop)?;
+                let h = run_case(source, cfg, lines, stop)?;
                 case.latency = Some(Distribution::from_snapshot(&h.snapshot()));
             }
             cases.push(case);
@@ -122,31 +150,31 @@ pub fn run(
 
 /// Why the GPIO case cannot run here.
 fn gpio_skip_reason(chip: &std::path::Path) -> String {
-    if chip.exists() {
-        format!(
-            "{} exists, but GPIO line events are not measured by this build yet; use eventfd/pipe/\
-             timerfd/signal, or wire an external generator as in the seeds",
-            chip.display()
-        )
-    } else {
-        format!(
-            "no GPIO chip at {} on this machine; on a board, loop an output pin to an input pin \
-             and pass --gpio-chip/--gpio-out/--gpio-in",
-            chip.display()
-        )
-    }
+    format!(
+        "no GPIO chip at {} on this machine; on a board, loop an output pin to an input pin \
+         and pass --gpio-chip/--gpio-out/--gpio-in",
+        chip.display()
+    )
 }
 
 /// The event channel of one case.
 enum Channel {
     Eventfd(EventFd),
-    Pipe { read: OwnedFd, write: OwnedFd },
+    Pipe {
+        read: OwnedFd,
+        write: OwnedFd,
+    },
     Signal(i32),
     Timer(TimerFd),
+    /// An output line wired to an input line with rising-edge events.
+    Gpio {
+        out: gpio::LineHandle,
+        input: gpio::LineHandle,
+    },
 }
 
 impl Channel {
-    fn new(source: SourceArg) -> Result<Self> {
+    fn new(source: SourceArg, cfg: &WakeupConfig, lines: GpioLines) -> Result<Self> {
         Ok(match source {
             SourceArg::Eventfd => Channel::Eventfd(EventFd::new(0, false).context("eventfd")?),
             SourceArg::Pipe => {
@@ -157,7 +185,24 @@ impl Channel {
             SourceArg::Timerfd => {
                 Channel::Timer(TimerFd::new(ClockId::Monotonic, false).context("timerfd")?)
             }
-            SourceArg::Gpio => unreachable!("gpio is handled before"),
+            SourceArg::Gpio => {
+                let chip = gpio::GpioChip::open(&cfg.gpio_chip)
+                    .with_context(|| format!("--gpio-chip {}", cfg.gpio_chip.display()))?;
+                let out = chip
+                    .request_lines(&gpio::LineRequest::output(
+                        &[lines.out],
+                        "preempt-wakeup",
+                        0,
+                    ))
+                    .with_context(|| format!("--gpio-out {}", lines.out))?;
+                let input = chip
+                    .request_lines(
+                        &gpio::LineRequest::input(&[lines.input], "preempt-wakeup")
+                            .edges(gpio::Edge::Rising),
+                    )
+                    .with_context(|| format!("--gpio-in {}", lines.input))?;
+                Channel::Gpio { out, input }
+            }
         })
     }
 
@@ -168,6 +213,8 @@ impl Channel {
             Channel::Pipe { write, .. } => fdio::write(write.as_fd(), &[1]).map(|_| ()),
             Channel::Signal(sig) => sys_extra::signal_thread(waiter_tid, *sig),
             Channel::Timer(_) => Ok(()),
+            // Rising edge (the event), then low again (falling edges are not requested).
+            Channel::Gpio { out, .. } => out.set_values(1, 1).and_then(|()| out.set_values(0, 1)),
         }
     }
 
@@ -181,6 +228,10 @@ impl Channel {
             }
             Channel::Signal(sig) => sys_extra::wait_signal(*sig),
             Channel::Timer(t) => t.read_expirations().map(|_| ()),
+            Channel::Gpio { input, .. } => {
+                let mut events = [gpio::LineEvent::default(); 1];
+                input.read_events(&mut events).map(|_| ())
+            }
         }
     }
 }
@@ -195,8 +246,13 @@ fn setup_thread(cpu: usize, priority: u8) -> Result<(), String> {
     Ok(())
 }
 
-fn run_case(source: SourceArg, cfg: &WakeupConfig, stop: &AtomicBool) -> Result<Histogram> {
-    let channel = Channel::new(source)?;
+fn run_case(
+    source: SourceArg,
+    cfg: &WakeupConfig,
+    lines: GpioLines,
+    stop: &AtomicBool,
+) -> Result<Histogram> {
+    let channel = Channel::new(source, cfg, lines)?;
     let hist = Histogram::new();
     let trigger_ns = AtomicU64::new(0);
     let acked = AtomicU64::new(0);
