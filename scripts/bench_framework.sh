@@ -27,9 +27,14 @@
 #                                  also pinned
 #   * listing2_contended_unlock -> preempt_contended_unlock (size: PREEMPT_EXAMPLE_SAMPLES),
 #                                  also pinned
-#   * every other example in crates/preempt/examples/ whose source contains `figure=preempt_`
-#     (e.g. the uncontended lock+unlock benchmark that must print preempt_lock_uncontended),
-#     with both environment variables set.
+#   * every other example in crates/preempt/examples/ or crates/preempt-sync/examples/ whose
+#     source contains `figure=preempt_`, with both environment variables set (ITERATIONS = the
+#     lock size), and every `harness = false` bench in crates/preempt{,-sync}/benches/ whose
+#     source (the file or the directory of the same name) contains `figure=preempt_`, run as
+#     `cargo bench -p <crate> --bench <name> --` (plus `--quick` in quick mode). This is where
+#     the uncontended lock+unlock figure, `preempt_lock_uncontended`, is expected to come from.
+#     A figure name must belong to one measurement method: an extra program must not reuse the
+#     names the three listings produce.
 # Accepted output, per run (bench_table normalize):
 #   * preferred: lines `figure=<name> ns_per_op=<f64> samples=<n>` (any extra key=value fields),
 #     names as in the table above; the script adds `_pinned` for pinned runs if missing;
@@ -116,21 +121,44 @@ say ""
 echo "building bench/peers (release) into $CARGO_TARGET_DIR ..." >&2
 cargo build --quiet --release --manifest-path "$REPO/bench/peers/Cargo.toml" --bins
 
-OURS_EXAMPLES=()
+OURS_EXAMPLES=() # extra figure programs: "<crate>:<example>"
+OURS_BENCHES=()  # extra figure programs: "<crate>:<bench>"
 if [[ $OURS == 1 ]]; then
     echo "building preempt's examples (release) ..." >&2
-    if cargo build --quiet --release --manifest-path "$REPO/Cargo.toml" -p preempt --examples; then
-        for src in "$REPO"/crates/preempt/examples/*.rs; do
-            name=$(basename "$src" .rs)
-            case $name in
-                listing1_same_priority|listing1_cross_priority|listing2_contended_unlock) ;;
-                *) grep -q 'figure=preempt_' "$src" && OURS_EXAMPLES+=("$name") ;;
-            esac
-        done
-    else
-        say "**warning: building preempt's examples failed; its figures are missing below.**"
+    if ! cargo build --quiet --release --manifest-path "$REPO/Cargo.toml" -p preempt --examples; then
+        say "**warning: building preempt's examples failed (see stderr); its figures are missing below.**"
         OURS=0
     fi
+fi
+if [[ $OURS == 1 ]]; then
+    for crate in preempt preempt-sync; do
+        dir=$REPO/crates/$crate
+        for src in "$dir"/examples/*.rs; do
+            [[ -e $src ]] || continue
+            name=$(basename "$src" .rs)
+            case $crate:$name in
+                preempt:listing1_same_priority|preempt:listing1_cross_priority|preempt:listing2_contended_unlock) continue ;;
+            esac
+            grep -q 'figure=preempt_' "$src" || continue
+            if cargo build --quiet --release --manifest-path "$REPO/Cargo.toml" -p "$crate" --example "$name"; then
+                OURS_EXAMPLES+=("$crate:$name")
+            else
+                say "**warning: building example $crate:$name failed; its figures are missing below.**"
+            fi
+        done
+        for src in "$dir"/benches/*.rs; do
+            [[ -e $src ]] || continue
+            name=$(basename "$src" .rs)
+            grep -rqs 'figure=preempt_' "$src" "$dir/benches/$name" || continue
+            if cargo bench --quiet --no-run --manifest-path "$REPO/Cargo.toml" -p "$crate" --bench "$name"; then
+                OURS_BENCHES+=("$crate:$name")
+            else
+                say "**warning: building bench $crate:$name failed; its figures are missing below.**"
+            fi
+        done
+    done
+    extra=("${OURS_EXAMPLES[@]}" "${OURS_BENCHES[@]}")
+    say "- preempt figure programs: the three thesis listings${extra[*]:+ plus ${extra[*]}}"
 fi
 
 # ---------------------------------------------------------------- running
@@ -196,10 +224,16 @@ lock_peer() {
     run pcp_mutex_uncontended 0 "$TIMEOUT" -- "$BIN/pcp_mutex_uncontended" --iterations "$ITER_LOCK"
 }
 lock_ours() {
-    local name
-    for name in "${OURS_EXAMPLES[@]}"; do
-        run "preempt_$name" 0 "$TIMEOUT" PREEMPT_EXAMPLE_ITERATIONS="$ITER_LOCK" \
-            PREEMPT_EXAMPLE_SAMPLES="$SAMPLES" -- "$EX/$name"
+    local entry quick=()
+    [[ $QUICK == 1 ]] && quick=(--quick)
+    for entry in "${OURS_EXAMPLES[@]}"; do
+        run "preempt_${entry#*:}" 0 "$TIMEOUT" PREEMPT_EXAMPLE_ITERATIONS="$ITER_LOCK" \
+            PREEMPT_EXAMPLE_SAMPLES="$SAMPLES" -- "$EX/${entry#*:}"
+    done
+    for entry in "${OURS_BENCHES[@]}"; do
+        run "preempt_${entry#*:}" 0 "$TIMEOUT" PREEMPT_EXAMPLE_ITERATIONS="$ITER_LOCK" \
+            PREEMPT_EXAMPLE_SAMPLES="$SAMPLES" -- cargo bench --quiet \
+            --manifest-path "$REPO/Cargo.toml" -p "${entry%%:*}" --bench "${entry#*:}" -- "${quick[@]}"
     done
 }
 lock_base() {
