@@ -61,7 +61,9 @@
 //!
 //! Steps 3-4 are a Dekker pattern: of two threads that claim concurrently, the one whose
 //! claim is later in the `SeqCst` order sees the other's claim in its re-check. Both may
-//! see each other (and both back off); neither proceeds unseen.
+//! see each other (and both back off); neither proceeds unseen. (Loom models `SeqCst`
+//! loads and RMWs as `AcqRel`, so under `cfg(loom)` a `SeqCst` fence marks these points;
+//! see `crate::loom::seqcst_order_point`.)
 //!
 //! ## Slow path (`#[cold]`)
 //!
@@ -92,8 +94,10 @@
 //!
 //! *No livelock, also with every thread pinned to one CPU.* Nothing ever spins: every
 //! wait is a kernel sleep with priority inheritance on a word owned by the thread that
-//! must act next, so that thread runs. No thread sleeps while it holds the arbiter or an
-//! uncommitted claim. A slow-path round ends with a commit, or with sleeping on a level
+//! must act next, so that thread runs. No thread sleeps on a *level* while it holds the
+//! arbiter or an uncommitted claim; the only wait with an uncommitted claim (a placeholder
+//! of one's own level) is for the arbiter, whose holder never sleeps before releasing it.
+//! A slow-path round ends with a commit, or with sleeping on a level
 //! whose owner is (a) committed, whose release is progress, (b) a fast-path claimer
 //! between claim and re-check, which either commits or backs off into the slow path (one
 //! fast attempt per lock call), or (c) a thread holding it uncommitted, which releases it
@@ -155,7 +159,10 @@ const LEVELS: usize = MAX_CEILING as usize + 1;
 ///
 /// Resources in different groups never block each other; put resources in one group when
 /// tasks share them transitively (the macro computes these groups).
-#[repr(C)]
+// Aligned like `queue::CachePadded` (128 bytes, the x86_64 prefetch pair): the words every
+// lock reads (`arbiter`, `max_ceiling`, the low levels) share one line with nothing else,
+// so unrelated statics next to a group never false-share with it.
+#[repr(C, align(128))]
 pub struct PcpGroup {
     /// Slow-path arbiter, a PI futex word (0 or the tid of the thread holding it).
     arbiter: AtomicU32,

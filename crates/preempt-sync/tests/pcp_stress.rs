@@ -273,7 +273,7 @@ fn random_orders_pinned_preempting() {
                         }
                         let mut rng = Rng::new(u64::from(p) * 77);
                         let mut done = 0u64;
-                        for _ in 0..1_500 {
+                        for _ in 0..1_500 * stress_scale() {
                             let mut chain = mine.clone();
                             rng.shuffle(&mut chain);
                             // Lower priorities hold locks longer, so higher ones preempt them
@@ -298,7 +298,7 @@ fn random_orders_pinned_preempting() {
                 })
                 .collect();
             let total: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
-            assert_eq!(total, 3 * 1_500);
+            assert_eq!(total, 3 * 1_500 * stress_scale());
         },
     );
 }

@@ -107,7 +107,7 @@ fn contended_samples(
     fifo: bool,
     hold: impl Fn(&dyn Fn()) -> u64,
     wait_once: impl Fn() + Send + 'static,
-) -> u64 {
+) -> Vec<u64> {
     let go = leak(Event::new());
     let done = leak(Event::new());
     let round = leak(AtomicU64::new(0));
@@ -137,14 +137,16 @@ fn contended_samples(
         }
     }
     waiter.join().unwrap();
-    median(&mut times)
+    times
 }
 
 /// Contended unlock: raw FUTEX_UNLOCK_PI vs PcpMutex, interleaved in blocks.
 fn contended(cfg: &Config, fifo: bool) -> (u64, u64) {
     let (mut raw_all, mut pcp_all) = (Vec::new(), Vec::new());
-    let block = (cfg.contended_samples / 5).max(1);
-    for _ in 0..5 {
+    // Many short alternating blocks, pooled: drift of the machine hits both sides alike.
+    const BLOCKS: usize = 20;
+    let block = (cfg.contended_samples / BLOCKS).max(1);
+    for _ in 0..BLOCKS {
         // Raw PI futex: the holder releases with FUTEX_UNLOCK_PI once the waiter sleeps.
         let word: &'static AtomicU32 = leak(AtomicU32::new(0));
         let raw = contended_samples(
@@ -183,7 +185,7 @@ fn contended(cfg: &Config, fifo: bool) -> (u64, u64) {
                 }
             },
         );
-        raw_all.push(raw);
+        raw_all.extend(raw);
         // PcpMutex: priority 2 holds, priority 1 blocks on the ceiling level (Listing 2).
         let group = leak(PcpGroup::new());
         let m: &'static PcpMutex<u64> = leak(PcpMutex::new(0, 2, group));
@@ -204,7 +206,7 @@ fn contended(cfg: &Config, fifo: bool) -> (u64, u64) {
             },
             move || m.lock(1, |v| *v += 1),
         );
-        pcp_all.push(pcp);
+        pcp_all.extend(pcp);
     }
     (median(&mut raw_all), median(&mut pcp_all))
 }
@@ -282,7 +284,7 @@ pub(crate) fn main() {
     println!("preempt-sync benchmarks");
     println!("  kernel {kernel}, {cpus} CPUs ({cpu})");
     println!(
-        "  loops: best of {} blocks x {} iterations{}; contended: median of {} samples, waiter {}",
+        "  loops: best of {} blocks x {} iterations{}; contended: median of {} samples in alternating blocks, waiter {}",
         cfg.repetitions,
         cfg.loop_iterations,
         if fifo { " at SCHED_FIFO 11" } else { "" },
