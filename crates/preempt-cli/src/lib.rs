@@ -18,12 +18,16 @@
 pub mod app;
 pub mod check;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod error;
 pub mod export;
+pub mod history;
 pub mod measure;
+pub mod micro;
 pub mod procfs;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod stats;
 pub mod stress;

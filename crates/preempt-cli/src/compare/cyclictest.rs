@@ -1,0 +1,362 @@
+//! Importers for cyclictest's results, so existing data can be compared with preempt's:
+//! its `--json=FILE` output and its histogram output (`-h N` / `-H N` on stdout, or
+//! `--histfile`).
+//!
+//! Formats (rt-tests 2.x; samples in `src/compare/testdata/`, from cyclictest 2.40):
+//! - JSON: `{"file_version": 1, "cmdline:": "...", "sysinfo": {...}, "resolution_in_ns": 0,
+//!   "thread": {"0": {"histogram": {"7": 11, ...}, "cycles": 300, "min": 7, "max": 4756,
+//!   "avg": 47.5, "cpu": 0}}}`; values in µs, or ns when `resolution_in_ns` is 1
+//!   (`--nsecs`). Note the colon inside the `"cmdline:"` key, as cyclictest writes it.
+//! - histogram text: `# Histogram`, then one line per bucket: the bucket (µs, six digits)
+//!   and one count per thread (plus a total column with `-H`/`--histofall`), then
+//!   `# Total:`, `# Min Latencies:`, `# Avg Latencies:`, `# Max Latencies:`,
+//!   `# Histogram Overflows:` lines. The text does not say its unit: it is taken as µs,
+//!   cyclictest's default (`--nsecs` histograms are not recognisable and are refused only if
+//!   inconsistent).
+//!
+//! # What is lost
+//! cyclictest's histogram stops at its `-h` limit and only counts the samples above it
+//! ("overflows"), without their values. They are placed at the thread's reported maximum (an
+//! upper bound), and the import says how many there were: percentiles above the histogram
+//! limit are then pessimistic, never optimistic.
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::results::Distribution;
+use crate::stats::histogram::{Snapshot, bucket_index};
+
+/// One cyclictest thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CyclicThread {
+    /// Thread index.
+    pub index: usize,
+    /// CPU it was pinned to (JSON only).
+    pub cpu: Option<usize>,
+    /// Samples (`cycles`), histogram plus overflows.
+    pub count: u64,
+    /// Smallest sample, ns.
+    pub min_ns: u64,
+    /// Mean, ns.
+    pub avg_ns: f64,
+    /// Largest sample, ns.
+    pub max_ns: u64,
+    /// Histogram: `(value_ns, count)`, the bucket's lower bound.
+    pub buckets: Vec<(u64, u64)>,
+    /// Samples above the histogram's range.
+    pub overflows: u64,
+}
+
+impl CyclicThread {
+    /// Display name: `cpuN` when the CPU is known, else `thread N`.
+    pub fn name(&self) -> String {
+        self.cpu
+            .map_or(format!("thread {}", self.index), |c| format!("cpu{c}"))
+    }
+
+    /// The thread as a preempt distribution (`None` without a histogram).
+    pub fn distribution(&self) -> Option<Distribution> {
+        distribution(std::slice::from_ref(self))
+    }
+}
+
+/// Merges threads into one distribution (`None` when no thread has a histogram).
+pub fn distribution(threads: &[CyclicThread]) -> Option<Distribution> {
+    let with_hist: Vec<&CyclicThread> = threads
+        .iter()
+        .filter(|t| !t.buckets.is_empty() || t.overflows > 0)
+        .collect();
+    if with_hist.is_empty() {
+        return None;
+    }
+    let mut pairs = Vec::new();
+    let mut sum = 0u64;
+    for t in &with_hist {
+        for &(v, c) in &t.buckets {
+            pairs.push((bucket_index(v), c));
+        }
+        if t.overflows > 0 {
+            pairs.push((bucket_index(t.max_ns), t.overflows));
+        }
+        sum = sum.saturating_add((t.avg_ns * t.count as f64).round() as u64);
+    }
+    let min = with_hist.iter().map(|t| t.min_ns).min().unwrap_or(0);
+    let max = with_hist.iter().map(|t| t.max_ns).max().unwrap_or(0);
+    let snap = Snapshot::from_sparse(pairs, sum, min, max, Vec::new())?;
+    Some(Distribution::from_snapshot(&snap))
+}
+
+/// A cyclictest run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CyclicRun {
+    /// `json` or `histogram`.
+    pub format: &'static str,
+    /// The command line, when recorded.
+    pub cmdline: Option<String>,
+    /// `uname -r` of the machine, when recorded.
+    pub kernel_release: Option<String>,
+    /// Threads.
+    pub threads: Vec<CyclicThread>,
+}
+
+impl CyclicRun {
+    /// Samples that overflowed the histogram, over all threads.
+    pub fn overflows(&self) -> u64 {
+        self.threads.iter().map(|t| t.overflows).sum()
+    }
+}
+
+/// Whether a JSON value looks like cyclictest's `--json` output.
+pub fn looks_like_json(v: &Value) -> bool {
+    v.get("thread").is_some_and(Value::is_object)
+        && (v.get("file_version").is_some() || v.get("num_threads").is_some())
+}
+
+fn u(v: &Value, k: &str, thread: &str) -> Result<u64> {
+    v.get(k)
+        .and_then(|x| {
+            x.as_u64()
+                .or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+        })
+        .with_context(|| format!("thread {thread}: missing or bad \"{k}\""))
+}
+
+/// Converts cyclictest's `--json` output.
+pub fn from_json(v: &Value) -> Result<CyclicRun> {
+    let scale = match v.get("resolution_in_ns").and_then(Value::as_u64) {
+        Some(1) => 1,
+        _ => 1_000,
+    };
+    let threads_obj = v
+        .get("thread")
+        .and_then(Value::as_object)
+        .context("no \"thread\" object")?;
+    let mut threads = Vec::new();
+    for (key, t) in threads_obj {
+        let index: usize = key
+            .parse()
+            .with_context(|| format!("thread key '{key}' is not a number"))?;
+        let count = u(t, "cycles", key)?;
+        let mut buckets: Vec<(u64, u64)> = match t.get("histogram").and_then(Value::as_object) {
+            Some(h) => h
+                .iter()
+                .map(|(b, c)| {
+                    let b: u64 = b.parse().with_context(|| {
+                        format!("thread {key}: histogram bucket '{b}' is not a number")
+                    })?;
+                    let c = c.as_u64().with_context(|| {
+                        format!("thread {key}: histogram count for {b} is not a number")
+                    })?;
+                    Ok((b * scale, c))
+                })
+                .collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
+        buckets.sort_unstable();
+        let in_hist: u64 = buckets.iter().map(|b| b.1).sum();
+        if in_hist > count {
+            bail!("thread {key}: histogram holds {in_hist} samples but cycles is {count}");
+        }
+        threads.push(CyclicThread {
+            index,
+            cpu: t
+                .get("cpu")
+                .and_then(Value::as_u64)
+                .and_then(|c| usize::try_from(c).ok()),
+            count,
+            min_ns: u(t, "min", key)? * scale,
+            avg_ns: t.get("avg").and_then(Value::as_f64).unwrap_or(0.0) * scale as f64,
+            max_ns: u(t, "max", key)? * scale,
+            overflows: if buckets.is_empty() {
+                0
+            } else {
+                count - in_hist
+            },
+            buckets,
+        });
+    }
+    threads.sort_by_key(|t| t.index);
+    if threads.is_empty() {
+        bail!("the \"thread\" object is empty");
+    }
+    let cmdline = ["cmdline:", "cmdline"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(Value::as_str))
+        .map(String::from);
+    Ok(CyclicRun {
+        format: "json",
+        cmdline,
+        kernel_release: v
+            .pointer("/sysinfo/release")
+            .and_then(Value::as_str)
+            .map(String::from),
+        threads,
+    })
+}
+
+/// Whether text looks like cyclictest's histogram output.
+pub fn looks_like_histogram(text: &str) -> bool {
+    text.lines().any(|l| l.trim() == "# Histogram")
+        || text.lines().any(|l| l.starts_with("# Total:"))
+}
+
+fn numbers(line: &str, prefix: &str) -> Option<Vec<u64>> {
+    let rest = line.strip_prefix(prefix)?;
+    rest.split_whitespace().map(|x| x.parse().ok()).collect()
+}
+
+/// Converts cyclictest's histogram output (µs buckets).
+pub fn from_histogram(text: &str) -> Result<CyclicRun> {
+    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    let (mut total, mut min, mut avg, mut max, mut over) = (None, None, None, None, None);
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('#') {
+            total = total.or_else(|| numbers(line, "# Total:"));
+            min = min.or_else(|| numbers(line, "# Min Latencies:"));
+            avg = avg.or_else(|| numbers(line, "# Avg Latencies:"));
+            max = max.or_else(|| numbers(line, "# Max Latencies:"));
+            over = over.or_else(|| numbers(line, "# Histogram Overflows:"));
+            continue;
+        }
+        let mut f = line.split_whitespace().map(str::parse::<u64>);
+        let bucket = f
+            .next()
+            .and_then(|r| r.ok())
+            .with_context(|| format!("line {}: '{line}' is not a histogram row", n + 1))?;
+        let counts: Vec<u64> = f
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| anyhow::anyhow!("line {}: '{line}' has a non-numeric count", n + 1))?;
+        rows.push((bucket, counts));
+    }
+    let min =
+        min.context("no '# Min Latencies:' line (is this the complete output of cyclictest -h?)")?;
+    let max = max.context("no '# Max Latencies:' line")?;
+    let avg = avg.unwrap_or_default();
+    let n_threads = min.len();
+    if n_threads == 0 {
+        bail!("'# Min Latencies:' lists no thread");
+    }
+    let columns = rows.first().map_or(n_threads, |r| r.1.len());
+    // With -H/--histofall there is one more column: the total over threads; it is ignored.
+    if columns != n_threads && columns != n_threads + 1 {
+        bail!("histogram rows have {columns} count columns for {n_threads} threads");
+    }
+    if let Some((b, r)) = rows.iter().find(|r| r.1.len() != columns) {
+        bail!(
+            "histogram row {b} has {} columns, expected {columns}",
+            r.len()
+        );
+    }
+    let over = over.unwrap_or_default();
+    let threads = (0..n_threads)
+        .map(|i| {
+            let buckets: Vec<(u64, u64)> = rows
+                .iter()
+                .filter(|r| r.1[i] > 0)
+                .map(|r| (r.0 * 1_000, r.1[i]))
+                .collect();
+            let in_hist: u64 = buckets.iter().map(|b| b.1).sum();
+            let overflows = over.get(i).copied().unwrap_or(0);
+            if let Some(t) = total.as_ref().and_then(|t| t.get(i)) {
+                if *t != in_hist {
+                    bail!("thread {i}: '# Total:' says {t} samples but the rows sum to {in_hist}");
+                }
+            }
+            Ok(CyclicThread {
+                index: i,
+                cpu: None,
+                count: in_hist + overflows,
+                min_ns: min[i] * 1_000,
+                avg_ns: avg.get(i).copied().unwrap_or(0) as f64 * 1_000.0,
+                max_ns: max.get(i).copied().unwrap_or(0) * 1_000,
+                buckets,
+                overflows,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(CyclicRun {
+        format: "histogram",
+        cmdline: None,
+        kernel_release: None,
+        threads,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JSON: &str = include_str!("testdata/cyclictest-2.40.json");
+    const HIST: &str = include_str!("testdata/cyclictest-2.40-h.txt");
+    const HISTOFALL: &str = include_str!("testdata/cyclictest-2.40-histofall.txt");
+
+    #[test]
+    fn json_of_cyclictest_2_40() {
+        let v: Value = serde_json::from_str(JSON).unwrap();
+        assert!(looks_like_json(&v));
+        let r = from_json(&v).unwrap();
+        assert_eq!(r.threads.len(), 2);
+        let t = &r.threads[0];
+        assert_eq!(
+            (t.cpu, t.count, t.min_ns, t.max_ns),
+            (Some(0), 300, 7_000, 4_756_000)
+        );
+        // 3 samples above the 200 µs histogram: placed at the max.
+        assert_eq!(t.overflows, 3);
+        let d = t.distribution().unwrap();
+        assert_eq!(d.summary.count, 300);
+        assert_eq!(d.summary.max_ns, 4_756_000);
+        assert_eq!(d.summary.min_ns, 7_000);
+        assert!(r.cmdline.unwrap().starts_with("cyclictest -m -p 80"));
+    }
+
+    #[test]
+    fn histogram_output_of_the_same_run() {
+        assert!(looks_like_histogram(HIST));
+        let h = from_histogram(HIST).unwrap();
+        let v: Value = serde_json::from_str(JSON).unwrap();
+        let j = from_json(&v).unwrap();
+        // The same run written both ways gives the same distribution.
+        for (a, b) in h.threads.iter().zip(&j.threads) {
+            assert_eq!(a.buckets, b.buckets);
+            assert_eq!(
+                (a.count, a.min_ns, a.max_ns, a.overflows),
+                (b.count, b.min_ns, b.max_ns, b.overflows)
+            );
+        }
+    }
+
+    #[test]
+    fn histofall_total_column_is_ignored() {
+        let h = from_histogram(HISTOFALL).unwrap();
+        assert_eq!(h.threads.len(), 2);
+        assert_eq!(h.threads[0].count, 200);
+        assert_eq!(h.threads[1].max_ns, 2_424_000);
+        assert_eq!(h.overflows(), 4);
+    }
+
+    #[test]
+    fn inconsistent_or_truncated_input_is_refused() {
+        let truncated: String = HIST.lines().take(50).collect::<Vec<_>>().join("\n");
+        assert!(
+            from_histogram(&truncated)
+                .unwrap_err()
+                .to_string()
+                .contains("Min Latencies")
+        );
+        let bad_total = HIST.replace("# Total: 000000297", "# Total: 000000298");
+        assert!(
+            from_histogram(&bad_total)
+                .unwrap_err()
+                .to_string()
+                .contains("Total")
+        );
+        let v: Value =
+            serde_json::from_str(&JSON.replace("\"cycles\": 300", "\"cycles\": 3")).unwrap();
+        assert!(from_json(&v).unwrap_err().to_string().contains("cycles"));
+    }
+}

@@ -1,0 +1,848 @@
+//! `preempt compare A B …`: the same figures of several runs side by side, with ratios to the
+//! first, and a regression gate for CI.
+//!
+//! Inputs are result files, directories of them (e.g. two `preempt run` report directories),
+//! cyclictest output ([`cyclictest`]) or history run ids (`7` or `run:7`, see
+//! [`crate::history`]). Each input becomes a set of named *figures* ([`Figure`]): `latency/all`,
+//! `latency/cpu1`, `wakeup/eventfd/idle`, `matrix/heavy/SCHED_FIFO 99`, `micro/mutex_lock`, …
+//! Figures with the same name in two inputs are compared; a name that occurs twice in one
+//! input (two latency runs in one directory) is qualified with its load, e.g.
+//! `latency/all (idle)`.
+//!
+//! Regression mode: `--baseline FILE --max-ratio p99=1.2,max=2` compares every input with the
+//! baseline and exits with [`EXIT_REGRESSION`] naming each figure and metric whose ratio
+//! exceeds its limit.
+//!
+//! ```
+//! use preempt_cli::compare::{Metric, parse_limits};
+//! let limits = parse_limits(&["p99=1.2".into(), "max=2".into()]).unwrap();
+//! assert_eq!(limits, vec![(Metric::P99, 1.2), (Metric::Max, 2.0)]);
+//! assert!(parse_limits(&["p98=1.2".into()]).is_err());
+//! ```
+
+pub mod cyclictest;
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::error::{EXIT_OK, usage};
+use crate::history::{History, HistoryArgs};
+use crate::micro::CycleSummary;
+use crate::report::html::{self, Cell, cls, num, td};
+use crate::report::input::{self, Input, Loaded};
+use crate::report::plots::{self, HistSeries};
+use crate::results::{Distribution, RunResult};
+use crate::stats::summary::Summary;
+
+/// Exit code: a figure regressed beyond its `--max-ratio` (documented in `preempt compare
+/// --help`; 1–4 and 130 are taken, see [`crate::error`]).
+pub const EXIT_REGRESSION: u8 = 5;
+
+/// A statistic of a distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Smallest sample.
+    Min,
+    /// Mean.
+    Mean,
+    /// Median.
+    P50,
+    /// 90th percentile.
+    P90,
+    /// 99th percentile.
+    P99,
+    /// 99.9th percentile.
+    P999,
+    /// 99.99th percentile.
+    P9999,
+    /// Largest sample.
+    Max,
+}
+
+/// Every metric with its name on the command line.
+pub const METRICS: [(Metric, &str); 8] = [
+    (Metric::Min, "min"),
+    (Metric::Mean, "mean"),
+    (Metric::P50, "p50"),
+    (Metric::P90, "p90"),
+    (Metric::P99, "p99"),
+    (Metric::P999, "p99.9"),
+    (Metric::P9999, "p99.99"),
+    (Metric::Max, "max"),
+];
+
+impl Metric {
+    /// Parses `p99`, `p99.9`, `median`, …
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim().to_ascii_lowercase();
+        let s = match s.as_str() {
+            "median" => "p50",
+            "p999" => "p99.9",
+            "p9999" => "p99.99",
+            other => other,
+        };
+        METRICS.iter().find(|(_, n)| *n == s).map(|(m, _)| *m)
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        METRICS
+            .iter()
+            .find(|(m, _)| *m == self)
+            .map_or("?", |(_, n)| n)
+    }
+
+    /// The value in a summary, ns.
+    pub fn of(self, s: &Summary) -> f64 {
+        match self {
+            Self::Min => s.min_ns as f64,
+            Self::Mean => s.mean_ns,
+            Self::P50 => s.p50_ns as f64,
+            Self::P90 => s.p90_ns as f64,
+            Self::P99 => s.p99_ns as f64,
+            Self::P999 => s.p99_9_ns as f64,
+            Self::P9999 => s.p99_99_ns as f64,
+            Self::Max => s.max_ns as f64,
+        }
+    }
+}
+
+/// Parses `--max-ratio` values (`METRIC=RATIO`).
+pub fn parse_limits(items: &[String]) -> Result<Vec<(Metric, f64)>> {
+    let known = METRICS
+        .iter()
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join(", ");
+    items
+        .iter()
+        .map(|it| {
+            let (m, r) = it.split_once('=').ok_or_else(|| {
+                usage(format!(
+                    "--max-ratio '{it}' must look like p99=1.2 (METRIC=RATIO)"
+                ))
+            })?;
+            let metric = Metric::parse(m).ok_or_else(|| {
+                usage(format!(
+                    "--max-ratio '{it}': unknown metric '{m}'; known: {known}"
+                ))
+            })?;
+            let ratio: f64 = r
+                .trim()
+                .parse()
+                .map_err(|_| usage(format!("--max-ratio '{it}': '{r}' is not a number")))?;
+            if !(ratio.is_finite() && ratio > 0.0) {
+                return Err(usage(format!(
+                    "--max-ratio '{it}': the ratio must be a positive number"
+                )));
+            }
+            Ok((metric, ratio))
+        })
+        .collect()
+}
+
+/// `preempt compare`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 compared (or no regression), 1 error, 2 bad usage, 5 a figure regressed beyond --max-ratio"
+)]
+pub struct Args {
+    /// Runs to compare: result files, directories of them, cyclictest --json or histogram
+    /// output, or history run ids (7 or run:7). Ratios are relative to the first.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Regression mode: compare every RUN with this baseline (file, directory or run id).
+    #[arg(long, value_name = "RUN")]
+    pub baseline: Option<String>,
+    /// Regression limits, e.g. p99=1.2,max=2: fail when RUN/baseline exceeds the ratio.
+    #[arg(long, value_delimiter = ',', value_name = "METRIC=RATIO")]
+    pub max_ratio: Vec<String>,
+    /// Statistics shown in the table.
+    #[arg(long, value_delimiter = ',', default_values_t = ["p50".to_string(), "p99".to_string(), "p99.9".to_string(), "max".to_string()])]
+    pub metrics: Vec<String>,
+    /// Only figures whose name starts with one of these prefixes (e.g. latency/,micro/).
+    #[arg(long, value_delimiter = ',', value_name = "PREFIX")]
+    pub only: Vec<String>,
+    /// Also write a self-contained HTML page with the table and overlaid histograms.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// History database for run ids.
+    #[command(flatten)]
+    pub history: HistoryArgs,
+}
+
+/// One comparable figure of a run.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// Name, e.g. `latency/all`.
+    pub key: String,
+    /// Load or context used to disambiguate duplicate names.
+    pub qualifier: String,
+    /// Statistics, ns.
+    pub summary: Summary,
+    /// The histogram, when stored.
+    pub dist: Option<Distribution>,
+    /// Cycle statistics (micro only).
+    pub cycles: Option<CycleSummary>,
+}
+
+/// A run: a label and its figures.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Label in tables and legends.
+    pub label: String,
+    /// Where it came from.
+    pub source: String,
+    /// Figures, keys unique.
+    pub figures: Vec<Figure>,
+}
+
+fn fig(key: String, qualifier: &str, dist: Option<&Distribution>, summary: Summary) -> Figure {
+    Figure {
+        key,
+        qualifier: qualifier.into(),
+        summary,
+        dist: dist.cloned(),
+        cycles: None,
+    }
+}
+
+/// The figures of one input.
+pub fn figures_of(i: &Input) -> Vec<Figure> {
+    let mut out = Vec::new();
+    match &i.loaded {
+        Loaded::Result(r) => match &r.result {
+            RunResult::Check(_) => {}
+            RunResult::Latency(l) => {
+                let q = if l.settings.stress.is_empty() {
+                    "idle".to_string()
+                } else {
+                    format!("stress {}", l.settings.stress.join(","))
+                };
+                let merged = crate::report::merged_latency(l);
+                out.push(fig(
+                    "latency/all".into(),
+                    &q,
+                    merged.as_ref(),
+                    merged.as_ref().map_or(l.latency_all, |d| d.summary),
+                ));
+                for (n, t) in l.threads.iter().enumerate() {
+                    let name = t.cpu.map_or(format!("thread {n}"), |c| format!("cpu{c}"));
+                    out.push(fig(
+                        format!("latency/{name}"),
+                        &q,
+                        Some(&t.latency),
+                        t.latency.summary,
+                    ));
+                    if let Some(r) = &t.response {
+                        out.push(fig(format!("response/{name}"), &q, Some(r), r.summary));
+                    }
+                }
+            }
+            RunResult::Matrix(m) => {
+                for c in &m.cells {
+                    if let Some(l) = c.latency {
+                        out.push(fig(format!("matrix/{}/{}", c.stress, c.row), "", None, l));
+                    }
+                }
+            }
+            RunResult::Wakeup(w) => {
+                for c in &w.cases {
+                    if let Some(d) = &c.latency {
+                        out.push(fig(
+                            format!("wakeup/{}/{}", c.source, c.load),
+                            "",
+                            Some(d),
+                            d.summary,
+                        ));
+                    }
+                }
+            }
+        },
+        Loaded::Micro(m) => {
+            let q = if m.micro().stress.is_empty() {
+                "idle".to_string()
+            } else {
+                format!("stress {}", m.micro().stress.join(","))
+            };
+            for b in &m.micro().benches {
+                if let Some(d) = &b.ns {
+                    let mut f = fig(format!("micro/{}", b.id), &q, Some(d), d.summary);
+                    f.cycles = b.cycles;
+                    out.push(f);
+                }
+            }
+        }
+        Loaded::Cyclictest(c) => {
+            if let Some(d) = cyclictest::distribution(&c.threads) {
+                out.push(fig("latency/all".into(), "cyclictest", Some(&d), d.summary));
+            }
+            for t in &c.threads {
+                if let Some(d) = t.distribution() {
+                    out.push(fig(
+                        format!("latency/{}", t.name()),
+                        "cyclictest",
+                        Some(&d),
+                        d.summary,
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Makes keys unique within a run by appending the qualifier to duplicates.
+fn disambiguate(mut figs: Vec<Figure>) -> Vec<Figure> {
+    let keys: Vec<String> = figs.iter().map(|f| f.key.clone()).collect();
+    for f in &mut figs {
+        if keys.iter().filter(|k| **k == f.key).count() > 1 && !f.qualifier.is_empty() {
+            f.key = format!("{} ({})", f.key, f.qualifier);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    figs.retain(|f| seen.insert(f.key.clone()));
+    figs
+}
+
+/// Resolves one RUN argument: an existing path, else a history run id.
+pub fn load_run(arg: &str, history: &HistoryArgs) -> Result<Run> {
+    let path = Path::new(arg);
+    let id = arg
+        .strip_prefix("run:")
+        .or_else(|| arg.strip_prefix('#'))
+        .unwrap_or(arg);
+    let inputs: Vec<Input> = if path.exists() {
+        input::load_many(&[path.to_path_buf()])?
+    } else if let Ok(id) = id.parse::<i64>() {
+        let db_path = history
+            .path()
+            .ok_or_else(|| usage("no $HOME for the history database: pass --history-db FILE"))?;
+        if !db_path.exists() {
+            bail!(
+                "'{arg}' is neither a file nor a run id: no history database at {}",
+                db_path.display()
+            );
+        }
+        let db = History::open(&db_path)?;
+        let text = db.result_json(id)?;
+        let name = format!("history run #{id}");
+        vec![Input {
+            label: format!("run #{id}"),
+            source: name.clone(),
+            dir: None,
+            loaded: input::parse_text(&text, &name)?,
+        }]
+    } else {
+        bail!("cannot read {arg}: no such file or directory (and not a history run id)");
+    };
+    let label = if inputs.len() == 1 {
+        inputs[0].label.clone()
+    } else {
+        path.file_name()
+            .map_or(arg.to_string(), |n| n.to_string_lossy().into_owned())
+    };
+    let figures = disambiguate(inputs.iter().flat_map(figures_of).collect());
+    Ok(Run {
+        label,
+        source: arg.to_string(),
+        figures,
+    })
+}
+
+/// Formats ns for humans: `850 ns`, `12.3 µs`, `4.20 ms`.
+pub fn fmt_ns(v: f64) -> String {
+    if v < 10_000.0 {
+        format!("{v:.0} ns")
+    } else if v < 10_000_000.0 {
+        format!("{:.1} µs", v / 1e3)
+    } else {
+        format!("{:.2} ms", v / 1e6)
+    }
+}
+
+/// One row of the comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Figure name.
+    pub figure: String,
+    /// Metric.
+    pub metric: Metric,
+    /// Value per run (ns), `None` when the run lacks the figure.
+    pub values_ns: Vec<Option<f64>>,
+    /// Ratio of each run to the first (`None` when either lacks it or the first is 0).
+    pub ratios: Vec<Option<f64>>,
+}
+
+/// Builds the comparison rows: every figure present in at least two runs, in the first
+/// run's order.
+pub fn rows(runs: &[Run], metrics: &[Metric], only: &[String]) -> Vec<Row> {
+    let mut keys: Vec<&str> = Vec::new();
+    for r in runs {
+        for f in &r.figures {
+            if !keys.contains(&f.key.as_str()) {
+                keys.push(&f.key);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for k in keys {
+        if !only.is_empty() && !only.iter().any(|p| k.starts_with(p.as_str())) {
+            continue;
+        }
+        let found: Vec<Option<&Figure>> = runs
+            .iter()
+            .map(|r| r.figures.iter().find(|f| f.key == k))
+            .collect();
+        if found.iter().filter(|f| f.is_some()).count() < 2 {
+            continue;
+        }
+        for &m in metrics {
+            let values: Vec<Option<f64>> =
+                found.iter().map(|f| f.map(|f| m.of(&f.summary))).collect();
+            let base = values[0];
+            let ratios = values
+                .iter()
+                .map(|v| match (base, v) {
+                    (Some(b), Some(v)) if b > 0.0 => Some(v / b),
+                    _ => None,
+                })
+                .collect();
+            out.push(Row {
+                figure: k.to_string(),
+                metric: m,
+                values_ns: values,
+                ratios,
+            });
+        }
+    }
+    out
+}
+
+/// A regression found by the gate.
+#[derive(Debug, Clone, Serialize)]
+pub struct Regression {
+    /// The run that regressed.
+    pub run: String,
+    /// Figure.
+    pub figure: String,
+    /// Metric.
+    pub metric: Metric,
+    /// Baseline value, ns.
+    pub baseline_ns: f64,
+    /// Run value, ns.
+    pub value_ns: f64,
+    /// value / baseline.
+    pub ratio: f64,
+    /// The limit exceeded.
+    pub limit: f64,
+}
+
+/// Checks `run` against `baseline`; returns the regressions and how many figure/metric pairs
+/// were checked.
+pub fn gate(baseline: &Run, run: &Run, limits: &[(Metric, f64)]) -> (Vec<Regression>, usize) {
+    let mut out = Vec::new();
+    let mut checked = 0;
+    for b in &baseline.figures {
+        let Some(f) = run.figures.iter().find(|f| f.key == b.key) else {
+            continue;
+        };
+        for &(m, limit) in limits {
+            let (bv, v) = (m.of(&b.summary), m.of(&f.summary));
+            checked += 1;
+            let ratio = if bv > 0.0 {
+                v / bv
+            } else if v > 0.0 {
+                f64::INFINITY
+            } else {
+                1.0
+            };
+            if ratio > limit {
+                out.push(Regression {
+                    run: run.label.clone(),
+                    figure: b.key.clone(),
+                    metric: m,
+                    baseline_ns: bv,
+                    value_ns: v,
+                    ratio,
+                    limit,
+                });
+            }
+        }
+    }
+    (out, checked)
+}
+
+fn ratio_text(r: Option<f64>) -> String {
+    r.map_or("–".into(), |r| format!("{r:.2}x"))
+}
+
+/// `preempt compare`: returns the exit code.
+pub fn run(args: &Args) -> Result<u8> {
+    let metrics: Vec<Metric> = args
+        .metrics
+        .iter()
+        .map(|m| Metric::parse(m).ok_or_else(|| usage(format!("--metrics: unknown metric '{m}'; known: min, mean, p50, p90, p99, p99.9, p99.99, max"))))
+        .collect::<Result<_>>()?;
+    let limits = parse_limits(&args.max_ratio)?;
+    if !limits.is_empty() && args.baseline.is_none() {
+        return Err(usage(
+            "--max-ratio needs --baseline FILE (the run to compare against)",
+        ));
+    }
+    if args.baseline.is_some() && args.runs.is_empty() {
+        return Err(usage(
+            "--baseline needs at least one RUN to check against it",
+        ));
+    }
+    if args.baseline.is_none() && args.runs.len() < 2 {
+        return Err(usage(
+            "compare needs at least two RUNs (or --baseline FILE and one RUN)",
+        ));
+    }
+    let mut runs = Vec::new();
+    if let Some(b) = &args.baseline {
+        runs.push(load_run(b, &args.history).with_context(|| format!("--baseline {b}"))?);
+    }
+    for r in &args.runs {
+        runs.push(load_run(r, &args.history)?);
+    }
+    // Labels must tell runs apart.
+    for i in 0..runs.len() {
+        if runs.iter().filter(|r| r.label == runs[i].label).count() > 1 {
+            runs[i].label = runs[i].source.clone();
+        }
+    }
+    let table = rows(&runs, &metrics, &args.only);
+    let mut regressions = Vec::new();
+    let mut checked = 0;
+    if args.baseline.is_some() && !limits.is_empty() {
+        for r in &runs[1..] {
+            let (reg, n) = gate(&runs[0], r, &limits);
+            if n == 0 {
+                bail!(
+                    "{} and the baseline {} have no figure in common; nothing to check",
+                    r.source,
+                    runs[0].source
+                );
+            }
+            checked += n;
+            regressions.extend(reg);
+        }
+    }
+    if table.is_empty() && limits.is_empty() {
+        bail!(
+            "the runs have no figure in common (figures: {})",
+            runs.iter()
+                .map(|r| format!(
+                    "{}: {}",
+                    r.label,
+                    r.figures
+                        .iter()
+                        .map(|f| f.key.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            runs: Vec<&'a str>,
+            rows: &'a [Row],
+            regressions: &'a [Regression],
+            checked: usize,
+        }
+        serde_json::to_writer_pretty(
+            &mut out,
+            &Doc {
+                runs: runs.iter().map(|r| r.label.as_str()).collect(),
+                rows: &table,
+                regressions: &regressions,
+                checked,
+            },
+        )?;
+        writeln!(out)?;
+    } else {
+        print_table(&mut out, &runs, &table)?;
+    }
+    if let Some(p) = &args.html {
+        let page = html_page(&runs, &table, &regressions)?;
+        crate::export::write_atomically(p, page.as_bytes())?;
+        eprintln!("preempt: comparison written to {}", p.display());
+    }
+    if !limits.is_empty() {
+        for r in &regressions {
+            eprintln!(
+                "preempt: REGRESSION {}: {} {} = {} vs baseline {} (ratio {:.2} > {})",
+                r.run,
+                r.figure,
+                r.metric.name(),
+                fmt_ns(r.value_ns),
+                fmt_ns(r.baseline_ns),
+                r.ratio,
+                r.limit
+            );
+        }
+        if regressions.is_empty() {
+            eprintln!(
+                "preempt: no regression ({checked} figure/metric pairs checked against {})",
+                runs[0].source
+            );
+        } else {
+            return Ok(EXIT_REGRESSION);
+        }
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+fn print_table(out: &mut impl Write, runs: &[Run], rows: &[Row]) -> Result<()> {
+    let w = rows
+        .iter()
+        .map(|r| r.figure.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    write!(out, "{:<w$}  {:<6}", "figure", "metric")?;
+    for (i, r) in runs.iter().enumerate() {
+        write!(out, "  {:>12}", truncate(&r.label, 12))?;
+        if i > 0 {
+            write!(out, "  {:>7}", "ratio")?;
+        }
+    }
+    writeln!(out)?;
+    for row in rows {
+        write!(out, "{:<w$}  {:<6}", row.figure, row.metric.name())?;
+        for (i, (v, r)) in row.values_ns.iter().zip(&row.ratios).enumerate() {
+            write!(out, "  {:>12}", v.map_or("–".into(), fmt_ns))?;
+            if i > 0 {
+                write!(out, "  {:>7}", ratio_text(*r))?;
+            }
+        }
+        writeln!(out)?;
+    }
+    for (i, r) in runs.iter().enumerate() {
+        writeln!(out, "[{}] {} = {}", i + 1, r.label, r.source)?;
+    }
+    Ok(())
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).collect::<String>() + "…"
+    }
+}
+
+/// The comparison as a self-contained HTML page.
+pub fn html_page(runs: &[Run], rows: &[Row], regressions: &[Regression]) -> Result<String> {
+    let mut body = String::new();
+    let mut headers = vec!["figure".to_string(), "metric".to_string()];
+    for (i, r) in runs.iter().enumerate() {
+        headers.push(r.label.clone());
+        if i > 0 {
+            headers.push(format!("{} / {}", r.label, runs[0].label));
+        }
+    }
+    let cells: Vec<Vec<Cell>> = rows
+        .iter()
+        .map(|row| {
+            let mut c = vec![td(&row.figure), td(row.metric.name())];
+            for (i, (v, r)) in row.values_ns.iter().zip(&row.ratios).enumerate() {
+                c.push(num(v.map_or("–".into(), fmt_ns)));
+                if i > 0 {
+                    let class = match r {
+                        Some(r) if *r > 1.2 => "fail",
+                        Some(r) if *r < 1.0 / 1.2 => "pass",
+                        _ => "num",
+                    };
+                    c.push(cls(ratio_text(*r), class));
+                }
+            }
+            c
+        })
+        .collect();
+    let _ = write!(
+        body,
+        "<h2 id=\"table\">Side by side</h2>\n<p>Ratios are relative to {} (red: more than 1.2x worse, green: more than 1.2x better).</p>\n",
+        html::esc(&runs[0].label)
+    );
+    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
+    body.push_str(&html::table(&h, &cells));
+    if !regressions.is_empty() {
+        let r: Vec<Vec<Cell>> = regressions
+            .iter()
+            .map(|r| {
+                vec![
+                    td(&r.run),
+                    td(&r.figure),
+                    td(r.metric.name()),
+                    num(fmt_ns(r.value_ns)),
+                    num(fmt_ns(r.baseline_ns)),
+                    cls(format!("{:.2}x > {}", r.ratio, r.limit), "fail"),
+                ]
+            })
+            .collect();
+        body.push_str("<h2 id=\"regressions\">Regressions</h2>\n");
+        body.push_str(&html::table(
+            &["run", "figure", "metric", "value", "baseline", "ratio"],
+            &r,
+        ));
+    }
+    body.push_str("<h2 id=\"histograms\">Overlaid histograms</h2>\n");
+    let mut keys: Vec<&str> = rows.iter().map(|r| r.figure.as_str()).collect();
+    keys.dedup();
+    let mut n = 0;
+    for k in keys {
+        let series: Vec<HistSeries> = runs
+            .iter()
+            .filter_map(|r| {
+                let f = r.figures.iter().find(|f| f.key == k)?;
+                Some(HistSeries {
+                    label: r.label.clone(),
+                    buckets: f.dist.as_ref()?.histogram.buckets.clone(),
+                })
+            })
+            .collect();
+        if series.len() < 2 {
+            continue;
+        }
+        n += 1;
+        let svg = plots::histogram(k, &series)?;
+        body.push_str(&html::figure(
+            n,
+            &svg,
+            &format!("{k}: every run's histogram on a log count axis."),
+            None,
+        ));
+    }
+    let sources = runs
+        .iter()
+        .map(|r| format!("{} = {}", r.label, r.source))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let nav = vec![
+        ("table".to_string(), "Table".to_string()),
+        ("histograms".to_string(), "Histograms".to_string()),
+    ];
+    Ok(html::page(
+        "preempt compare",
+        &sources,
+        &nav,
+        &body,
+        &format!("Generated by preempt {}.", env!("CARGO_PKG_VERSION")),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(p99: u64) -> Summary {
+        Summary {
+            count: 10,
+            min_ns: 1,
+            mean_ns: 5.0,
+            p50_ns: 5,
+            p90_ns: 9,
+            p99_ns: p99,
+            p99_9_ns: p99,
+            p99_99_ns: p99,
+            max_ns: p99,
+            max_cycle: None,
+        }
+    }
+
+    fn run(label: &str, figs: &[(&str, u64)]) -> Run {
+        Run {
+            label: label.into(),
+            source: label.into(),
+            figures: figs
+                .iter()
+                .map(|(k, v)| Figure {
+                    key: (*k).into(),
+                    qualifier: String::new(),
+                    summary: summary(*v),
+                    dist: None,
+                    cycles: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn gate_names_the_failed_figure() {
+        let base = run("base", &[("latency/all", 100), ("micro/free", 50)]);
+        let cand = run(
+            "new",
+            &[("latency/all", 130), ("micro/free", 50), ("other", 1)],
+        );
+        let (reg, checked) = gate(&base, &cand, &[(Metric::P99, 1.2)]);
+        assert_eq!(checked, 2);
+        assert_eq!(reg.len(), 1);
+        assert_eq!(
+            (reg[0].figure.as_str(), reg[0].metric),
+            ("latency/all", Metric::P99)
+        );
+        assert!((reg[0].ratio - 1.3).abs() < 1e-9);
+        let (reg, _) = gate(&base, &cand, &[(Metric::P99, 1.3)]);
+        assert!(reg.is_empty(), "a ratio equal to the limit passes");
+    }
+
+    #[test]
+    fn rows_need_two_runs_and_compute_ratios() {
+        let a = run("a", &[("x", 100), ("only-a", 1)]);
+        let b = run("b", &[("x", 250)]);
+        let r = rows(&[a, b], &[Metric::P99], &[]);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].ratios, vec![Some(1.0), Some(2.5)]);
+    }
+
+    #[test]
+    fn duplicate_keys_get_their_qualifier() {
+        let f = |q: &str| Figure {
+            key: "latency/all".into(),
+            qualifier: q.into(),
+            summary: summary(1),
+            dist: None,
+            cycles: None,
+        };
+        let d = disambiguate(vec![f("idle"), f("stress cpu")]);
+        assert_eq!(
+            d.iter().map(|f| f.key.as_str()).collect::<Vec<_>>(),
+            vec!["latency/all (idle)", "latency/all (stress cpu)"]
+        );
+    }
+
+    #[test]
+    fn metric_names_round_trip() {
+        for (m, n) in METRICS {
+            assert_eq!(Metric::parse(n), Some(m));
+            assert_eq!(m.name(), n);
+        }
+        assert_eq!(Metric::parse("median"), Some(Metric::P50));
+        assert!(parse_limits(&["p99".into()]).is_err());
+        assert!(parse_limits(&["p99=-1".into()]).is_err());
+        assert!(parse_limits(&["p99=x".into()]).is_err());
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(fmt_ns(850.0), "850 ns");
+        assert_eq!(fmt_ns(12_345.0), "12.3 µs");
+        assert_eq!(fmt_ns(42_000_000.0), "42.00 ms");
+    }
+}

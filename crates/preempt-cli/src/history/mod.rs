@@ -1,0 +1,570 @@
+//! `preempt history`: every run kept in an embedded SQLite database with its system info, so
+//! runs can be listed, shown, exported and compared by id (`preempt compare 3 7`).
+//!
+//! JSON files stay the exchange format: the database stores each result file's JSON verbatim
+//! (plus a few indexed columns for listing), and `history export` gives the file back byte for
+//! byte as it was recorded.
+//!
+//! The database is `--history-db FILE`, else `$PREEMPT_HISTORY`, else
+//! `$XDG_DATA_HOME/preempt/history.sqlite` (`~/.local/share/preempt/history.sqlite`). Recording
+//! never fails a measurement: a database that cannot be opened is reported on stderr and the
+//! run's files are written as usual. `--no-history` skips it.
+//!
+//! ```
+//! use preempt_cli::history::History;
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = History::open(&dir.path().join("h.sqlite")).unwrap();
+//! assert!(db.list(10, None).unwrap().is_empty());
+//! ```
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::{EXIT_OK, usage};
+use crate::micro::MicroFile;
+use crate::results::{ResultFile, RunResult, Status, SysInfo};
+use crate::stats::summary::us;
+
+/// Where the history lives, shared by every subcommand that records runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HistoryArgs {
+    /// History database [default: $PREEMPT_HISTORY, else $XDG_DATA_HOME/preempt/history.sqlite].
+    #[arg(long, value_name = "FILE", global = true)]
+    pub history_db: Option<PathBuf>,
+    /// Do not record this run in the history database.
+    #[arg(long, global = true)]
+    pub no_history: bool,
+}
+
+impl HistoryArgs {
+    /// The database path these flags select, `None` when no home directory is known.
+    pub fn path(&self) -> Option<PathBuf> {
+        self.history_db.clone().or_else(default_db_path)
+    }
+}
+
+/// `$PREEMPT_HISTORY`, else `$XDG_DATA_HOME/preempt/history.sqlite`, else
+/// `$HOME/.local/share/preempt/history.sqlite`.
+pub fn default_db_path() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("PREEMPT_HISTORY")
+        .or_else(|| env("XDG_DATA_HOME").map(|d| d.join("preempt/history.sqlite")))
+        .or_else(|| env("HOME").map(|h| h.join(".local/share/preempt/history.sqlite")))
+}
+
+/// A result that can be stored.
+#[derive(Debug, Clone, Copy)]
+pub enum Recordable<'a> {
+    /// `check`, `latency`, `matrix`, `wakeup`.
+    Result(&'a ResultFile),
+    /// `micro`.
+    Micro(&'a MicroFile),
+}
+
+impl Recordable<'_> {
+    fn sysinfo(&self) -> &SysInfo {
+        match self {
+            Self::Result(f) => &f.sysinfo,
+            Self::Micro(f) => &f.sysinfo,
+        }
+    }
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Result(f) => f.result.kind(),
+            Self::Micro(_) => "micro",
+        }
+    }
+    fn started_unix_ms(&self) -> u64 {
+        match self {
+            Self::Result(f) => f.started_unix_ms,
+            Self::Micro(f) => f.started_unix_ms,
+        }
+    }
+    fn json(&self) -> Result<String> {
+        Ok(match self {
+            Self::Result(f) => serde_json::to_string_pretty(f)?,
+            Self::Micro(f) => serde_json::to_string_pretty(f)?,
+        })
+    }
+}
+
+/// A one-line headline of a result, for the listing.
+pub fn headline(r: &Recordable<'_>) -> String {
+    match r {
+        Recordable::Micro(f) => {
+            let m = f.micro();
+            let ran = m.benches.iter().filter(|b| b.cycles.is_some()).count();
+            let cs = m
+                .benches
+                .iter()
+                .find(|b| b.id == "context_switch")
+                .and_then(|b| b.ns.as_ref());
+            format!(
+                "{ran} benchmarks{}",
+                cs.map(|d| format!(", context switch p50 {} ns", d.summary.p50_ns))
+                    .unwrap_or_default()
+            )
+        }
+        Recordable::Result(f) => match &f.result {
+            RunResult::Check(c) => {
+                let n = |s| c.items.iter().filter(|i| i.status == s).count();
+                format!(
+                    "{} pass, {} warn, {} fail",
+                    n(Status::Pass),
+                    n(Status::Warn),
+                    n(Status::Fail)
+                )
+            }
+            RunResult::Latency(l) => format!(
+                "{} {} thread(s): p99 {} us, max {} us, {}",
+                l.settings.policy.label(),
+                l.threads.len(),
+                us(l.latency_all.p99_ns),
+                us(l.latency_all.max_ns),
+                if l.ledger.is_clean() {
+                    "clean"
+                } else {
+                    "contaminated"
+                }
+            ),
+            RunResult::Matrix(m) => {
+                let worst = m
+                    .cells
+                    .iter()
+                    .filter_map(|c| c.latency.map(|l| l.max_ns))
+                    .max();
+                format!(
+                    "{} cells, worst max {} us",
+                    m.cells.len(),
+                    worst.map(us).unwrap_or_else(|| "-".into())
+                )
+            }
+            RunResult::Wakeup(w) => {
+                let worst = w
+                    .cases
+                    .iter()
+                    .filter_map(|c| c.latency.as_ref().map(|d| d.summary.p99_ns))
+                    .max();
+                format!(
+                    "{} cases, worst p99 {} us",
+                    w.cases.len(),
+                    worst.map(us).unwrap_or_else(|| "-".into())
+                )
+            }
+        },
+    }
+}
+
+/// One row of the listing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RunRow {
+    /// Run id.
+    pub id: i64,
+    /// When the run started, ms since the epoch.
+    pub started_unix_ms: u64,
+    /// Subcommand.
+    pub kind: String,
+    /// Machine.
+    pub hostname: String,
+    /// Kernel release.
+    pub kernel_release: String,
+    /// Preemption model.
+    pub preempt_model: String,
+    /// Headline figures.
+    pub headline: String,
+    /// The file it was recorded from or written to, if any.
+    pub source: Option<String>,
+}
+
+/// The history database.
+#[derive(Debug)]
+pub struct History {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// Schema version stored in `PRAGMA user_version`.
+pub const DB_VERSION: i64 = 1;
+
+impl History {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let conn = Connection::open(path)
+            .with_context(|| format!("cannot open history database {}", path.display()))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .with_context(|| format!("{} is not a SQLite database", path.display()))?;
+        if version > DB_VERSION {
+            anyhow::bail!(
+                "history database {} has version {version}; this preempt knows version {DB_VERSION} (use a newer preempt or another --history-db)",
+                path.display()
+            );
+        }
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS runs (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                recorded_unix_ms INTEGER NOT NULL,
+                started_unix_ms INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                hostname TEXT NOT NULL,
+                kernel_release TEXT NOT NULL,
+                preempt_model TEXT NOT NULL,
+                machine TEXT NOT NULL,
+                cpu_model TEXT NOT NULL,
+                headline TEXT NOT NULL,
+                source TEXT,
+                sysinfo TEXT NOT NULL,
+                result TEXT NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS runs_started ON runs(started_unix_ms);
+            PRAGMA user_version = 1;",
+        )
+        .with_context(|| format!("cannot initialise history database {}", path.display()))?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stores a run; returns its id.
+    pub fn record(&self, r: &Recordable<'_>, source: Option<&Path>) -> Result<i64> {
+        let s = r.sysinfo();
+        self.conn
+            .execute(
+                "INSERT INTO runs (recorded_unix_ms, started_unix_ms, kind, hostname, kernel_release,
+                 preempt_model, machine, cpu_model, headline, source, sysinfo, result)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    i64::try_from(crate::sysinfo::unix_ms_now()).unwrap_or(i64::MAX),
+                    i64::try_from(r.started_unix_ms()).unwrap_or(i64::MAX),
+                    r.kind(),
+                    s.hostname,
+                    s.kernel_release,
+                    s.preempt_model,
+                    s.machine,
+                    s.cpu_model,
+                    headline(r),
+                    source.map(|p| p.display().to_string()),
+                    serde_json::to_string(s)?,
+                    r.json()?,
+                ],
+            )
+            .with_context(|| format!("cannot write to history database {}", self.path.display()))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The latest `limit` runs, newest first, optionally of one kind.
+    pub fn list(&self, limit: usize, kind: Option<&str>) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, started_unix_ms, kind, hostname, kernel_release, preempt_model, headline, source
+             FROM runs WHERE (?1 IS NULL OR kind = ?1) ORDER BY id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(
+            params![kind, i64::try_from(limit).unwrap_or(i64::MAX)],
+            |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    started_unix_ms: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                    kind: r.get(2)?,
+                    hostname: r.get(3)?,
+                    kernel_release: r.get(4)?,
+                    preempt_model: r.get(5)?,
+                    headline: r.get(6)?,
+                    source: r.get(7)?,
+                })
+            },
+        )?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The stored JSON of run `id`, or an error naming the id and the database.
+    pub fn result_json(&self, id: i64) -> Result<String> {
+        self.conn
+            .query_row("SELECT result FROM runs WHERE id = ?1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .with_context(|| {
+                format!(
+                    "no run #{id} in history database {} (see preempt history)",
+                    self.path.display()
+                )
+            })
+    }
+
+    /// Deletes run `id`; false when it did not exist.
+    pub fn delete(&self, id: i64) -> Result<bool> {
+        Ok(self
+            .conn
+            .execute("DELETE FROM runs WHERE id = ?1", params![id])?
+            > 0)
+    }
+}
+
+/// Records `r` unless `--no-history`; prints the run id, or why it was not recorded, on
+/// stderr. Never fails: the history is a convenience, the result files are the record.
+pub fn record_quietly(
+    args: &HistoryArgs,
+    r: &Recordable<'_>,
+    source: Option<&Path>,
+) -> Option<i64> {
+    if args.no_history {
+        return None;
+    }
+    let Some(path) = args.path() else {
+        eprintln!("preempt: not recorded in the history: no $HOME; pass --history-db FILE");
+        return None;
+    };
+    let source = source.map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()));
+    match History::open(&path).and_then(|h| h.record(r, source.as_deref())) {
+        Ok(id) => {
+            eprintln!(
+                "preempt: recorded as run #{id} in {} (preempt history)",
+                path.display()
+            );
+            Some(id)
+        }
+        Err(e) => {
+            eprintln!("preempt: not recorded in the history: {e:#}");
+            None
+        }
+    }
+}
+
+/// `preempt history` actions.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Action {
+    /// List the stored runs, newest first (the default).
+    List,
+    /// Print the stored JSON of a run.
+    Show {
+        /// Run id.
+        id: i64,
+    },
+    /// Write the stored JSON of a run to a file.
+    Export {
+        /// Run id.
+        id: i64,
+        /// Destination file.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Add existing result files (JSON written by preempt) to the history.
+    Import {
+        /// Result files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Remove a run.
+    Delete {
+        /// Run id.
+        id: i64,
+    },
+}
+
+/// `preempt history`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// What to do [default: list].
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    /// Runs to list.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// List only runs of this kind (check, latency, matrix, wakeup, micro).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Print the listing as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The database.
+    #[command(flatten)]
+    pub db: HistoryArgs,
+}
+
+fn open_existing(args: &HistoryArgs) -> Result<History> {
+    let path = args
+        .path()
+        .ok_or_else(|| usage("no $HOME: pass --history-db FILE"))?;
+    History::open(&path)
+}
+
+/// `preempt history`: returns the exit code.
+pub fn run(args: &Args) -> Result<u8> {
+    let db = open_existing(&args.db)?;
+    let mut out = std::io::stdout().lock();
+    match args.action.clone().unwrap_or(Action::List) {
+        Action::List => {
+            let rows = db.list(args.limit, args.kind.as_deref())?;
+            if args.json {
+                serde_json::to_writer_pretty(&mut out, &rows)?;
+                writeln!(out)?;
+            } else if rows.is_empty() {
+                writeln!(
+                    out,
+                    "no runs in {} yet (every preempt run records itself)",
+                    db.path().display()
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "{:>5}  {:<19}  {:<8} {:<14} {:<22} {:<9} headline",
+                    "id", "started (UTC)", "kind", "host", "kernel", "model"
+                )?;
+                for r in rows {
+                    writeln!(
+                        out,
+                        "{:>5}  {:<19}  {:<8} {:<14} {:<22} {:<9} {}",
+                        r.id,
+                        utc(r.started_unix_ms),
+                        r.kind,
+                        r.hostname,
+                        r.kernel_release,
+                        r.preempt_model,
+                        r.headline
+                    )?;
+                }
+            }
+        }
+        Action::Show { id } => {
+            out.write_all(db.result_json(id)?.as_bytes())?;
+            writeln!(out)?;
+        }
+        Action::Export { id, output } => {
+            let mut text = db.result_json(id)?;
+            text.push('\n');
+            crate::export::write_atomically(&output, text.as_bytes())?;
+            writeln!(out, "run #{id} written to {}", output.display())?;
+        }
+        Action::Import { files } => {
+            for f in files {
+                let input = crate::report::input::load_path(&f)?;
+                let id = match &input.loaded {
+                    crate::report::input::Loaded::Result(r) => {
+                        db.record(&Recordable::Result(r), Some(&f))?
+                    }
+                    crate::report::input::Loaded::Micro(m) => {
+                        db.record(&Recordable::Micro(m), Some(&f))?
+                    }
+                    crate::report::input::Loaded::Cyclictest(_) => {
+                        return Err(usage(format!(
+                            "{}: cyclictest output cannot be stored in the history (it has no system info); compare it directly",
+                            f.display()
+                        )));
+                    }
+                };
+                writeln!(out, "{} recorded as run #{id}", f.display())?;
+            }
+        }
+        Action::Delete { id } => {
+            if !db.delete(id)? {
+                anyhow::bail!("no run #{id} in history database {}", db.path().display());
+            }
+            writeln!(out, "run #{id} deleted")?;
+        }
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+/// `YYYY-MM-DD HH:MM:SS` in UTC from ms since the epoch (civil-from-days, Howard Hinnant's
+/// algorithm, so no date crate is needed for one column).
+pub fn utc(ms: u64) -> String {
+    let secs = ms / 1_000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::CheckReport;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_779_494_400_000 + 3_661_000), "2026-05-23 01:01:01");
+    }
+
+    #[test]
+    fn record_list_show_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = History::open(&dir.path().join("sub/h.sqlite")).unwrap();
+        let file = ResultFile::new(
+            SysInfo {
+                hostname: "box".into(),
+                kernel_release: "6.18".into(),
+                ..Default::default()
+            },
+            RunResult::Check(CheckReport { items: vec![] }),
+        );
+        let a = db.record(&Recordable::Result(&file), None).unwrap();
+        let b = db
+            .record(&Recordable::Result(&file), Some(Path::new("/x.json")))
+            .unwrap();
+        assert!(b > a);
+        let rows = db.list(10, None).unwrap();
+        assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![b, a]);
+        assert_eq!(rows[0].source.as_deref(), Some("/x.json"));
+        assert_eq!(rows[0].headline, "0 pass, 0 warn, 0 fail");
+        assert_eq!(db.list(10, Some("latency")).unwrap().len(), 0);
+        let back: ResultFile = serde_json::from_str(&db.result_json(a).unwrap()).unwrap();
+        assert_eq!(back, file);
+        assert!(db.delete(a).unwrap());
+        let err = db.result_json(a).unwrap_err().to_string();
+        assert!(err.contains(&format!("no run #{a}")), "{err}");
+    }
+
+    #[test]
+    fn a_newer_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("h.sqlite");
+        Connection::open(&p)
+            .unwrap()
+            .execute_batch("PRAGMA user_version = 99;")
+            .unwrap();
+        let err = History::open(&p).unwrap_err().to_string();
+        assert!(err.contains("version 99"), "{err}");
+    }
+
+    #[test]
+    fn garbage_is_not_a_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("h.sqlite");
+        std::fs::write(&p, b"this is not sqlite, not even close........................................................").unwrap();
+        let err = format!("{:#}", History::open(&p).unwrap_err());
+        assert!(err.contains("h.sqlite"), "{err}");
+    }
+}

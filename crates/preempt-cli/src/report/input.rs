@@ -1,0 +1,236 @@
+//! Reading the files `report` and `compare` are given: preempt result files of every kind
+//! (including `micro`), cyclictest's `--json` output and its histogram output, whole
+//! directories of them, and runs from the history database.
+//!
+//! Every error names the file (or run id) and what is wrong with it, and nothing is guessed:
+//! a file that is none of the known formats is refused with the list of formats.
+//!
+//! ```
+//! use preempt_cli::report::input::parse_text;
+//! let err = parse_text("{\"hello\": 1}", "x.json").unwrap_err();
+//! assert!(format!("{err:#}").contains("x.json"));
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::compare::cyclictest::{self, CyclicRun};
+use crate::micro::MicroFile;
+use crate::results::{ResultFile, RunResult, SCHEMA_VERSION};
+
+/// What a file holds.
+#[derive(Debug, Clone)]
+pub enum Loaded {
+    /// A preempt result (`check`, `latency`, `matrix`, `wakeup`).
+    Result(Box<ResultFile>),
+    /// A `preempt micro` result.
+    Micro(Box<MicroFile>),
+    /// cyclictest output (`--json` or histogram), converted.
+    Cyclictest(Box<CyclicRun>),
+}
+
+impl Loaded {
+    /// The kind tag: `check`, `latency`, `matrix`, `wakeup`, `micro` or `cyclictest`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Result(r) => r.result.kind(),
+            Self::Micro(_) => "micro",
+            Self::Cyclictest(_) => "cyclictest",
+        }
+    }
+}
+
+/// One input with where it came from.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// Short label for tables and legends (file stem or `run #N`).
+    pub label: String,
+    /// The file path or `history run #N`.
+    pub source: String,
+    /// The file's directory (for files that reference others, e.g. matrix cells).
+    pub dir: Option<PathBuf>,
+    /// Contents.
+    pub loaded: Loaded,
+}
+
+/// Parses text of any supported format; `name` is used in errors.
+pub fn parse_text(text: &str, name: &str) -> Result<Loaded> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        bail!("{name} is empty");
+    }
+    if trimmed.starts_with('{') {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .with_context(|| format!("{name} is not valid JSON (truncated or corrupt?)"))?;
+        if value.get("schema_version").is_some() {
+            return parse_preempt(value, name);
+        }
+        if cyclictest::looks_like_json(&value) {
+            return Ok(Loaded::Cyclictest(Box::new(
+                cyclictest::from_json(&value)
+                    .with_context(|| format!("{name}: bad cyclictest --json file"))?,
+            )));
+        }
+        bail!(
+            "{name} is JSON but neither a preempt result (no schema_version) nor cyclictest --json output (no thread object)"
+        );
+    }
+    if cyclictest::looks_like_histogram(text) {
+        return Ok(Loaded::Cyclictest(Box::new(
+            cyclictest::from_histogram(text)
+                .with_context(|| format!("{name}: bad cyclictest histogram output"))?,
+        )));
+    }
+    bail!(
+        "{name} is not a preempt result file, cyclictest --json output or cyclictest -h/--histofall output \
+         (it does not start with '{{' or with a '# ' comment line)"
+    )
+}
+
+fn parse_preempt(value: serde_json::Value, name: &str) -> Result<Loaded> {
+    match value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+    {
+        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(v) => {
+            bail!("{name} has schema_version {v}; this preempt reads version {SCHEMA_VERSION}")
+        }
+        None => bail!("{name}: schema_version is not a number"),
+    }
+    let kind = value
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if kind == "micro" {
+        let m: MicroFile = serde_json::from_value(value)
+            .with_context(|| format!("{name} is not a valid preempt micro result"))?;
+        return Ok(Loaded::Micro(Box::new(m)));
+    }
+    let r: ResultFile = serde_json::from_value(value)
+        .with_context(|| format!("{name} is not a valid preempt result (kind '{kind}')"))?;
+    Ok(Loaded::Result(Box::new(r)))
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// Loads one file.
+pub fn load_path(path: &Path) -> Result<Input> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{} is not text (binary or corrupt)", path.display()))?;
+    let loaded = parse_text(&text, &path.display().to_string())?;
+    Ok(Input {
+        label: stem(path),
+        source: path.display().to_string(),
+        dir: path.parent().map(Path::to_path_buf),
+        loaded,
+    })
+}
+
+/// Loads a file, or every `*.json` file of a directory (sorted by name); files referenced by a
+/// matrix summary in the same directory are left to the matrix.
+pub fn load_many(paths: &[PathBuf]) -> Result<Vec<Input>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot list {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|e| e == "json") && f.is_file())
+                .collect();
+            files.sort();
+            let loaded: Vec<Input> = files.iter().map(|f| load_path(f)).collect::<Result<_>>()?;
+            let referenced: Vec<String> = loaded
+                .iter()
+                .filter_map(|i| match &i.loaded {
+                    Loaded::Result(r) => match &r.result {
+                        RunResult::Matrix(m) => Some(
+                            m.cells
+                                .iter()
+                                .filter_map(|c| c.result_file.clone())
+                                .collect::<Vec<_>>(),
+                        ),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            if loaded.is_empty() {
+                bail!("{} holds no result file (*.json)", p.display());
+            }
+            out.extend(loaded.into_iter().filter(|i| {
+                let name = Path::new(&i.source)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                !referenced.contains(&name)
+            }));
+        } else {
+            out.push(load_path(p)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Loads the per-cell latency results a matrix summary references, keyed by cell index.
+pub fn matrix_cells(input: &Input) -> Vec<(usize, ResultFile)> {
+    let (Loaded::Result(r), Some(dir)) = (&input.loaded, &input.dir) else {
+        return Vec::new();
+    };
+    let RunResult::Matrix(m) = &r.result else {
+        return Vec::new();
+    };
+    m.cells
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let f = dir.join(c.result_file.as_ref()?);
+            match load_path(&f) {
+                Ok(Input {
+                    loaded: Loaded::Result(cell),
+                    ..
+                }) => Some((i, *cell)),
+                // A missing cell file only loses that cell's histogram; the summary still has
+                // its percentiles.
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_file_and_the_problem() {
+        let e = |t: &str| format!("{:#}", parse_text(t, "f.json").unwrap_err());
+        assert!(e("").contains("f.json is empty"));
+        assert!(e("{\"schema_version\": 1, \"kind\": \"latency\"").contains("not valid JSON"));
+        assert!(e("{\"schema_version\": 99}").contains("schema_version 99"));
+        assert!(
+            e("{\"schema_version\": 1, \"kind\": \"latency\", \"data\": {}}")
+                .contains("not a valid preempt result")
+        );
+        assert!(e("{\"schema_version\": 1, \"kind\": \"micro\", \"data\": {}}").contains("micro"));
+        assert!(e("{\"a\": 1}").contains("neither a preempt result"));
+        assert!(e("hello").contains("not a preempt result file"));
+    }
+
+    #[test]
+    fn missing_file_is_named() {
+        let e = format!(
+            "{:#}",
+            load_path(Path::new("/nonexistent/x.json")).unwrap_err()
+        );
+        assert!(e.contains("cannot read /nonexistent/x.json"), "{e}");
+    }
+}

@@ -1,0 +1,482 @@
+//! Deterministic *synthetic* results of every kind, for the report's snapshot tests and for
+//! previewing the layout without measuring. Their system info says `synthetic-example`, so they
+//! can never be mistaken for a measurement.
+//!
+//! ```
+//! let files = preempt_cli::report::sample::all();
+//! assert!(files.iter().any(|(name, _)| name == "latency-idle.json"));
+//! ```
+
+use crate::micro::{
+    ClockInfo, CycleSummary, MicroBench, MicroFile, MicroKind, MicroOverhead, MicroResult,
+    SetStatus, clock::CounterKind,
+};
+use crate::results::{
+    CheckItem, CheckReport, Distribution, LatencyResult, LatencySettings, Ledger, LedgerEntry,
+    MatrixCell, MatrixResult, Overhead, PolicyRecord, ResultFile, RunResult, SCHEMA_VERSION,
+    Status, SysInfo, ThreadResult, Tool, WakeupCase, WakeupResult, WarningRecord,
+};
+use crate::stats::histogram::Histogram;
+use crate::stats::summary::Summary;
+
+/// The system info of every sample.
+pub fn sysinfo() -> SysInfo {
+    SysInfo {
+        hostname: "synthetic-example".into(),
+        kernel_release: "6.18.0-example".into(),
+        kernel_version: "#1 SMP PREEMPT_DYNAMIC".into(),
+        machine: "x86_64".into(),
+        cmdline: "console=ttyS0 example".into(),
+        cpu_model: "Example CPU @ 2.40GHz".into(),
+        cpus_online: vec![0, 1],
+        governors: vec![],
+        preempt_model: "none".into(),
+        preempt_dynamic: true,
+        realtime_flag: None,
+        clocksource: "tsc".into(),
+        virtualization: Some("example".into()),
+        argv: vec!["preempt".into(), "example".into()],
+    }
+}
+
+/// A deterministic pseudo-random sequence (64-bit LCG, Knuth's MMIX constants).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+}
+
+/// A latency-like distribution: a body around `base_ns` with a long, sparse tail.
+pub fn distribution(seed: u64, n: u64, base_ns: u64, tail: u64) -> Distribution {
+    let h = Histogram::new();
+    let mut r = Lcg(seed);
+    for cycle in 0..n {
+        let x = r.next();
+        let mut v = base_ns + x % (base_ns / 2 + 1);
+        if x % 97 == 0 {
+            v += (x % 40) * base_ns / 4;
+        }
+        if x % 4_099 == 0 {
+            v += tail;
+        }
+        h.record(v, cycle);
+    }
+    Distribution::from_snapshot(&h.snapshot())
+}
+
+fn file(result: RunResult) -> ResultFile {
+    let mut f = ResultFile::new(sysinfo(), result);
+    f.started_unix_ms = 1_767_225_600_000;
+    f.elapsed_ns = 1_000_000_000;
+    f
+}
+
+fn overhead() -> Overhead {
+    Overhead {
+        clock_read: distribution(9, 1_000, 30, 0).summary,
+        clock_resolution_ns: 1,
+    }
+}
+
+fn ledger(clean: bool) -> Ledger {
+    Ledger {
+        verdict: if clean {
+            "clean".into()
+        } else {
+            "contaminated: stress requested".into()
+        },
+        entries: vec![
+            LedgerEntry {
+                name: "steal-time".into(),
+                value: "0.0 %".into(),
+                contaminates: false,
+            },
+            LedgerEntry {
+                name: "stress".into(),
+                value: if clean {
+                    "none".into()
+                } else {
+                    "cpu,memory,io,sched".into()
+                },
+                contaminates: !clean,
+            },
+        ],
+    }
+}
+
+/// A latency run on CPUs 0 and 1.
+pub fn latency(stress: bool) -> ResultFile {
+    let (base, tail) = if stress {
+        (9_000, 900_000)
+    } else {
+        (4_000, 60_000)
+    };
+    let threads: Vec<ThreadResult> = (0..2)
+        .map(|cpu| ThreadResult {
+            cpu: Some(cpu),
+            cpus_seen: vec![cpu],
+            tid: 1_000 + cpu as i32,
+            releases: 20_000,
+            samples: 20_000,
+            missed_periods: 0,
+            deadline_misses: 0,
+            latency: distribution(cpu as u64 + if stress { 10 } else { 0 }, 20_000, base, tail),
+            response: None,
+            compute: None,
+            minor_faults: 0,
+            major_faults: 0,
+            involuntary_switches: 3,
+        })
+        .collect();
+    let mut all = threads[0].latency.to_snapshot().expect("own layout");
+    all.merge(&threads[1].latency.to_snapshot().expect("own layout"));
+    let r = LatencyResult {
+        settings: LatencySettings {
+            policy: PolicyRecord {
+                name: "fifo".into(),
+                priority: Some(80),
+                nice: None,
+                runtime_ns: None,
+                deadline_ns: None,
+                period_ns: None,
+            },
+            interval_ns: 1_000_000,
+            releases_per_thread: 20_000,
+            cpus: vec![0, 1],
+            pinned: true,
+            work_ns: 0,
+            work_iterations: 0,
+            timer_slack_ns: 1,
+            mlock: true,
+            cpu_dma_latency_us: Some(0),
+            stress: if stress {
+                vec!["cpu".into(), "memory".into(), "io".into(), "sched".into()]
+            } else {
+                vec![]
+            },
+            stress_tool: "builtin".into(),
+            break_at_ns: None,
+        },
+        overhead: overhead(),
+        threads,
+        latency_all: Summary::from_snapshot(&all),
+        ledger: ledger(!stress),
+        break_event: None,
+    };
+    let mut f = file(RunResult::Latency(Box::new(r)));
+    f.warnings = vec![WarningRecord {
+        code: "not-preempt-rt".into(),
+        message: "kernel is not PREEMPT_RT".into(),
+        hint: "boot a PREEMPT_RT kernel".into(),
+    }];
+    f
+}
+
+/// A readiness check.
+pub fn check() -> ResultFile {
+    let item = |id: &str, title: &str, status, value: &str, fix: &str| CheckItem {
+        id: id.into(),
+        title: title.into(),
+        status,
+        value: value.into(),
+        fix: fix.into(),
+    };
+    file(RunResult::Check(CheckReport {
+        items: vec![
+            item(
+                "preempt-model",
+                "Kernel preemption model",
+                Status::Fail,
+                "none (PREEMPT_DYNAMIC)",
+                "boot with preempt=full or a PREEMPT_RT kernel",
+            ),
+            item(
+                "rt-throttling",
+                "RT throttling",
+                Status::Warn,
+                "950000/1000000 us",
+                "echo -1 > /proc/sys/kernel/sched_rt_runtime_us",
+            ),
+            item(
+                "rlimit-rtprio",
+                "RLIMIT_RTPRIO",
+                Status::Pass,
+                "unlimited (root)",
+                "",
+            ),
+            item(
+                "virtualization",
+                "Virtualisation",
+                Status::Info,
+                "example hypervisor",
+                "",
+            ),
+        ],
+    }))
+}
+
+/// A wakeup run: two sources, idle and loaded.
+pub fn wakeup() -> ResultFile {
+    let mut cases = Vec::new();
+    for (li, load) in ["idle", "cpu,memory,io,sched"].into_iter().enumerate() {
+        for (si, source) in ["eventfd", "timerfd"].into_iter().enumerate() {
+            cases.push(WakeupCase {
+                source: source.into(),
+                load: load.into(),
+                waiter_cpu: 1,
+                trigger_cpu: (source != "timerfd").then_some(0),
+                latency: Some(distribution(
+                    100 + (li * 2 + si) as u64,
+                    5_000,
+                    6_000 + 4_000 * li as u64,
+                    80_000,
+                )),
+                skipped: None,
+            });
+        }
+        cases.push(WakeupCase {
+            source: "gpio".into(),
+            load: load.into(),
+            waiter_cpu: 1,
+            trigger_cpu: Some(0),
+            latency: None,
+            skipped: Some("no /dev/gpiochip0".into()),
+        });
+    }
+    file(RunResult::Wakeup(Box::new(WakeupResult {
+        priority: 80,
+        samples_per_case: 5_000,
+        interval_ns: 1_000_000,
+        overhead: overhead(),
+        cases,
+    })))
+}
+
+/// A matrix summary whose cells reference `cell-*.json` files (written by [`all`]).
+pub fn matrix() -> (ResultFile, Vec<(String, ResultFile)>) {
+    let mut cells = Vec::new();
+    let mut files = Vec::new();
+    for (si, stress) in ["none", "heavy"].into_iter().enumerate() {
+        for (ri, (row, prio)) in [("SCHED_FIFO 99", 99u8), ("SCHED_OTHER nice 0", 0)]
+            .into_iter()
+            .enumerate()
+        {
+            let name = format!("cell-{stress}-{ri}.json");
+            let mut lat = latency(si == 1);
+            if let RunResult::Latency(l) = &mut lat.result {
+                l.threads.truncate(1);
+                l.threads[0].latency = distribution(
+                    200 + (si * 2 + ri) as u64,
+                    2_500,
+                    5_000 * (1 + ri as u64) * (1 + si as u64),
+                    200_000,
+                );
+                l.latency_all = l.threads[0].latency.summary;
+            }
+            let summary = match &lat.result {
+                RunResult::Latency(l) => l.latency_all,
+                _ => unreachable!("built as latency above"),
+            };
+            cells.push(MatrixCell {
+                row: row.into(),
+                policy: PolicyRecord {
+                    name: if prio > 0 {
+                        "fifo".into()
+                    } else {
+                        "other".into()
+                    },
+                    priority: (prio > 0).then_some(prio),
+                    nice: (prio == 0).then_some(0),
+                    runtime_ns: None,
+                    deadline_ns: None,
+                    period_ns: None,
+                },
+                stress: stress.into(),
+                result_file: Some(name.clone()),
+                latency: Some(summary),
+                compute: None,
+                response: None,
+                missed_periods: 0,
+                deadline_misses: 0,
+                verdict: if si == 0 {
+                    "clean".into()
+                } else {
+                    "contaminated: stress requested".into()
+                },
+                error: None,
+            });
+            files.push((name, lat));
+        }
+    }
+    let m = MatrixResult {
+        period_ns: 4_000_000,
+        duration_per_cell_ns: 10_000_000_000,
+        work_ns: 4_000,
+        cpus: vec![1],
+        cells,
+    };
+    (file(RunResult::Matrix(Box::new(m))), files)
+}
+
+fn cycles(d: &Distribution, ghz: f64) -> CycleSummary {
+    let c = |ns: u64| (ns as f64 * ghz).round() as u64;
+    let s = &d.summary;
+    CycleSummary {
+        count: s.count,
+        min_cycles: c(s.min_ns),
+        p50_cycles: c(s.p50_ns),
+        p90_cycles: c(s.p90_ns),
+        p99_cycles: c(s.p99_ns),
+        max_cycles: c(s.max_ns),
+        mean_cycles: (s.mean_ns * ghz * 10.0).round() / 10.0,
+    }
+}
+
+/// A micro run with the NXP and Zephyr sets.
+pub fn micro() -> MicroFile {
+    let ghz = 2.4;
+    let rows: [(&str, &str, &str, u64, u64); 8] = [
+        ("nxp", "malloc", "malloc(4) + write", 1_000, 40),
+        ("nxp", "free", "free", 1_000, 35),
+        ("nxp", "mutex_lock", "pthread_mutex_lock", 1_000, 30),
+        ("nxp", "mutex_unlock", "pthread_mutex_unlock", 1_000, 30),
+        ("nxp", "pthread_create", "pthread_create", 2_000, 11_000),
+        ("nxp", "pthread_join", "pthread_join", 2_000, 15_000),
+        (
+            "nxp",
+            "context_switch",
+            "context switch (sched_yield)",
+            50_000,
+            1_400,
+        ),
+        (
+            "zephyr",
+            "sem_give_switch",
+            "sem give -> higher-priority waiter runs",
+            10_000,
+            2_400,
+        ),
+    ];
+    let mut benches: Vec<MicroBench> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (set, id, title, n, base))| {
+            let d = distribution(300 + i as u64, *n, *base, base * 30);
+            MicroBench {
+                set: (*set).into(),
+                id: (*id).into(),
+                title: (*title).into(),
+                method: "synthetic".into(),
+                cycles: Some(cycles(&d, ghz)),
+                ns: Some(d),
+                overhead_subtracted_cycles: 0,
+                perf: None,
+                perf_note: Some("synthetic".into()),
+                skipped: None,
+                notes: vec![],
+            }
+        })
+        .collect();
+    benches.push(MicroBench {
+        set: "zephyr".into(),
+        id: "sem_give_no_switch".into(),
+        title: "sem give, lower-priority waiter (no preemption)".into(),
+        method: "synthetic".into(),
+        ns: None,
+        cycles: None,
+        overhead_subtracted_cycles: 0,
+        perf: None,
+        perf_note: None,
+        skipped: Some("needs SCHED_FIFO".into()),
+        notes: vec![],
+    });
+    let od = distribution(400, 20_000, 30, 0);
+    let m = MicroResult {
+        clock: ClockInfo {
+            counter: CounterKind::Tsc,
+            unit: CounterKind::Tsc.unit().into(),
+            counter_hz: ghz * 1e9,
+            declared_hz: None,
+            calibrated_against: "CLOCK_MONOTONIC_RAW".into(),
+            calibration_window_ns: 20_000_000,
+            calibration_uncertainty_ppm: 2.0,
+            resolution_ticks: 1,
+            counter_flags: vec!["constant_tsc".into(), "nonstop_tsc".into()],
+        },
+        overhead: MicroOverhead {
+            cycles: cycles(&od, ghz),
+            ns: od.summary,
+        },
+        cpu: 1,
+        policy: "fifo:80".into(),
+        scale: 1.0,
+        stress: vec![],
+        sets: vec![
+            SetStatus {
+                set: "nxp".into(),
+                benches: 7,
+                planned: vec![],
+                note: None,
+            },
+            SetStatus {
+                set: "zephyr".into(),
+                benches: 2,
+                planned: vec![],
+                note: None,
+            },
+            SetStatus {
+                set: "framework".into(),
+                benches: 0,
+                planned: crate::micro::framework::PLANNED
+                    .iter()
+                    .map(|(id, _)| (*id).into())
+                    .collect(),
+                note: Some(crate::micro::framework::NOT_AVAILABLE.into()),
+            },
+        ],
+        benches,
+    };
+    MicroFile {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::this(),
+        complete: true,
+        interrupted: false,
+        started_unix_ms: 1_767_225_600_000,
+        elapsed_ns: 1_000_000_000,
+        sysinfo: sysinfo(),
+        warnings: vec![],
+        result: MicroKind::Micro(m),
+    }
+}
+
+/// Every sample as `(file name, JSON bytes)`, as a suite directory would hold them (plus a
+/// matrix with its cell files).
+pub fn all() -> Vec<(String, Vec<u8>)> {
+    use crate::export::Exporter;
+    let j = |f: &ResultFile| {
+        crate::export::json::JsonExporter
+            .serialize(f)
+            .expect("serializable")
+    };
+    let (m, cells) = matrix();
+    let mut out = vec![
+        ("check.json".to_string(), j(&check())),
+        ("latency-idle.json".into(), j(&latency(false))),
+        ("latency-stress.json".into(), j(&latency(true))),
+        ("wakeup.json".into(), j(&wakeup())),
+        (
+            "micro.json".into(),
+            crate::micro::to_json(&micro()).expect("serializable"),
+        ),
+        ("matrix-summary.json".into(), j(&m)),
+    ];
+    for (name, f) in cells {
+        out.push((name, j(&f)));
+    }
+    out
+}

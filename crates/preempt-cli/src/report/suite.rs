@@ -1,0 +1,489 @@
+//! `preempt run`: the default suite, a new user's first command. Runs `check`, `latency` idle
+//! and under the built-in stress, `wakeup` and `micro`, with one progress bar, writes the JSON
+//! of each step into `preempt-report/`, and draws `preempt-report/index.html` from those files.
+//!
+//! | preset    | latency (each of idle, stress) | wakeup samples per case | micro sample scale | about |
+//! |-----------|--------------------------------|-------------------------|--------------------|-------|
+//! | `--quick` | 5 s                            | 500                     | 0.1                | 30 s  |
+//! | default   | 30 s                           | 3 000                   | 1 (the seeds')     | 2 min |
+//! | `--long`  | 5 min                          | 30 000                  | 4                  | 12 min |
+//!
+//! It needs nothing but the binary: stress is built in, and without real-time privileges the
+//! latency runs fall back to SCHED_OTHER (and say so) instead of failing. A failed step is
+//! reported and the others still run; the report shows what was measured.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use anyhow::{Context, Result};
+use preempt_io::sys::clock::monotonic_now_ns;
+use preempt_io::sys::cpu;
+
+use crate::cli::{
+    LatencyArgs, OutputArgs, PolicyArg, RtArgs, SourceArg, StressArgs, StressKind, StressTool,
+};
+use crate::config::{LatencyConfig, RtConfig, StressConfig};
+use crate::error::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, usage};
+use crate::export::{Exporter, json::JsonExporter, write_atomically};
+use crate::history::{History, HistoryArgs, Recordable};
+use crate::measure::latency::EnvFacts;
+use crate::measure::{self, RtEnvironment, wakeup};
+use crate::micro::{self, MicroConfig, SetArg};
+use crate::progress::Progress;
+use crate::results::{ResultFile, RunResult};
+use crate::stress::StressGuard;
+use crate::warnings::Warning;
+use crate::{check, sysinfo};
+
+/// `preempt run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// About 30 seconds: shorter runs, fewer samples.
+    #[arg(long, conflicts_with = "long")]
+    pub quick: bool,
+    /// About 12 minutes: longer runs for rarer worst cases.
+    #[arg(long)]
+    pub long: bool,
+    /// Output directory for index.html, plots/ and the JSON results.
+    #[arg(short, long, value_name = "DIR", default_value = "preempt-report")]
+    pub out: PathBuf,
+    /// Which program generates the stress.
+    #[arg(long, value_enum, default_value_t = StressTool::Builtin)]
+    pub stress_tool: StressTool,
+    /// Real-time priority of the measuring threads.
+    #[arg(short, long, default_value_t = 80)]
+    pub priority: u8,
+    /// Do not write PNG copies of the figures.
+    #[arg(long)]
+    pub no_png: bool,
+    /// Never draw the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
+}
+
+/// Durations and sample counts of a preset.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Preset {
+    /// Name.
+    pub name: &'static str,
+    /// Duration of each latency run, seconds.
+    pub latency_s: u64,
+    /// Latency period, µs.
+    pub interval_us: u64,
+    /// Wake-ups per source and load.
+    pub wakeup_samples: u64,
+    /// Gap between wake-up triggers, µs.
+    pub wakeup_interval_us: u64,
+    /// `micro --scale`.
+    pub micro_scale: f64,
+}
+
+impl Preset {
+    /// The preset the flags select.
+    pub fn of(a: &Args) -> Self {
+        if a.quick {
+            Self {
+                name: "quick",
+                latency_s: 5,
+                interval_us: 1_000,
+                wakeup_samples: 500,
+                wakeup_interval_us: 1_000,
+                micro_scale: 0.1,
+            }
+        } else if a.long {
+            Self {
+                name: "long",
+                latency_s: 300,
+                interval_us: 1_000,
+                wakeup_samples: 30_000,
+                wakeup_interval_us: 1_000,
+                micro_scale: 4.0,
+            }
+        } else {
+            Self {
+                name: "default",
+                latency_s: 30,
+                interval_us: 1_000,
+                wakeup_samples: 3_000,
+                wakeup_interval_us: 1_000,
+                micro_scale: 1.0,
+            }
+        }
+    }
+
+    /// Estimated seconds of each step, for the progress bar: check, latency idle, latency
+    /// stress, wakeup (4 sources + gpio × 2 loads), micro, report.
+    pub fn weights(&self) -> [f64; 6] {
+        let wake = 8.0 * self.wakeup_samples as f64 * self.wakeup_interval_us as f64 / 1e6;
+        [
+            1.0,
+            self.latency_s as f64,
+            self.latency_s as f64 + 1.0,
+            wake + 2.0,
+            3.0 + 8.0 * self.micro_scale,
+            2.0,
+        ]
+    }
+}
+
+/// The files of a suite run, relative to the output directory.
+pub const FILES: [&str; 5] = [
+    "check.json",
+    "latency-idle.json",
+    "latency-stress.json",
+    "wakeup.json",
+    "micro.json",
+];
+/// Trace files of the two latency runs.
+pub const TRACES: [&str; 2] = ["latency-idle-trace.csv", "latency-stress-trace.csv"];
+
+struct Bar {
+    progress: Progress,
+    weights: [f64; 6],
+    step: usize,
+}
+
+impl Bar {
+    fn set(&mut self, fraction: f64, what: &str) {
+        let total: f64 = self.weights.iter().sum();
+        let done: f64 = self.weights[..self.step].iter().sum::<f64>()
+            + self.weights[self.step] * fraction.clamp(0.0, 1.0);
+        self.progress
+            .update(done / total, &format!("[{}/6] {what}", self.step + 1));
+    }
+}
+
+fn latency_args(
+    policy: PolicyArg,
+    priority: u8,
+    p: &Preset,
+    stress: Vec<StressKind>,
+    tool: StressTool,
+    trace: PathBuf,
+) -> LatencyArgs {
+    LatencyArgs {
+        policy,
+        priority: (policy != PolicyArg::Other).then_some(i64::from(priority)),
+        nice: None,
+        runtime: None,
+        deadline: None,
+        period: None,
+        interval: p.interval_us,
+        loops: None,
+        duration: Some(format!("{}s", p.latency_s)),
+        cpus: None,
+        work_us: 0,
+        timer_slack_ns: 1,
+        trace_samples: Some(trace),
+        break_at: None,
+        stress: StressArgs {
+            stress,
+            stress_tool: tool,
+        },
+        rt: RtArgs {
+            mlock: true,
+            no_mlock: false,
+            no_dma_latency: false,
+        },
+        output: OutputArgs {
+            json: false,
+            export_json: None,
+            export_csv: None,
+            no_progress: true,
+        },
+    }
+}
+
+fn write_result(dir: &Path, name: &str, f: &ResultFile) -> Result<PathBuf> {
+    let p = dir.join(name);
+    write_atomically(&p, &JsonExporter.serialize(f)?)?;
+    Ok(p)
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site; a struct would only rename these"
+)]
+fn latency_step(
+    a: &LatencyArgs,
+    online: &[usize],
+    argv: &[String],
+    env: &RtEnvironment,
+    stop: &AtomicBool,
+    bar: &mut Bar,
+    what: &str,
+    extra: &[Warning],
+) -> Result<ResultFile> {
+    let cfg = LatencyConfig::from_args(a, online)?;
+    let t0 = monotonic_now_ns();
+    let started = sysinfo::unix_ms_now();
+    let info = sysinfo::collect(argv.to_vec());
+    let mut warns = env.warnings.clone();
+    warns.extend(extra.iter().cloned());
+    warns.extend(sysinfo::machine_warnings(&info, &cfg.cpus));
+    bar.set(0.0, &format!("{what}: starting"));
+    let _stress = StressGuard::start(&cfg.stress)?;
+    let facts = EnvFacts {
+        mlock: env.memory_locked(),
+        dma_latency_us: env.dma_latency_us(),
+    };
+    let outcome = measure::latency::run(
+        &cfg,
+        measure::work::calibrate(cfg.work_ns),
+        facts,
+        stop,
+        &mut |_, f| bar.set(f, what),
+    )?;
+    warns.extend(outcome.warnings.iter().cloned());
+    let mut f = ResultFile::new(info, RunResult::Latency(Box::new(outcome.result)));
+    f.started_unix_ms = started;
+    f.elapsed_ns = monotonic_now_ns() - t0;
+    f.warnings = warns.iter().map(Warning::to_record).collect();
+    f.interrupted = outcome.interrupted;
+    Ok(f)
+}
+
+/// `preempt run`: returns the exit code.
+pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
+    if args.priority == 0 || args.priority > 98 {
+        return Err(usage(format!(
+            "--priority {} is out of range 1..=98",
+            args.priority
+        )));
+    }
+    if args.out.exists() && !args.out.is_dir() {
+        return Err(usage(format!(
+            "--out {} exists and is not a directory",
+            args.out.display()
+        )));
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let dir = args.out.as_path();
+    let preset = Preset::of(args);
+    let online = cpu::online_cpus().context("cannot read the online CPUs")?;
+    let stop = measure::install_stop_flag()?;
+    let rt_ok = micro::fifo_permitted(args.priority);
+    let env = RtEnvironment::prepare(RtConfig::from(&RtArgs {
+        mlock: true,
+        no_mlock: false,
+        no_dma_latency: false,
+    }));
+    let total_s: f64 = preset.weights().iter().sum();
+    eprintln!(
+        "preempt: running the {} suite (about {:.0} s): check, latency idle and under stress, wakeup, micro -> {}/index.html",
+        preset.name,
+        total_s,
+        dir.display()
+    );
+    if let Err(e) = &rt_ok {
+        eprintln!(
+            "preempt: SCHED_FIFO is not permitted ({e}): latency runs use SCHED_OTHER, wakeup and the Zephyr set are skipped; run as root for real-time figures"
+        );
+    }
+    let mut bar = Bar {
+        progress: Progress::new("preempt run", !args.no_progress),
+        weights: preset.weights(),
+        step: 0,
+    };
+    let mut written: Vec<PathBuf> = Vec::new();
+    let mut traces: Vec<PathBuf> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    let mut step = |bar: &mut Bar,
+                    n: usize,
+                    name: &str,
+                    f: &mut dyn FnMut(&mut Bar) -> Result<Option<PathBuf>>| {
+        if stop.load(Relaxed) {
+            return;
+        }
+        bar.step = n;
+        bar.set(0.0, name);
+        match f(bar) {
+            Ok(Some(p)) => written.push(p),
+            Ok(None) => {}
+            Err(e) => {
+                bar.progress.finish();
+                eprintln!("preempt: {name} failed: {e:#}");
+                failed.push(name.to_string());
+            }
+        }
+    };
+
+    step(&mut bar, 0, "check", &mut |_| {
+        let info = sysinfo::collect(argv.clone());
+        let f = ResultFile::new(info, RunResult::Check(check::run()));
+        write_result(dir, FILES[0], &f).map(Some)
+    });
+    let (policy, fallback) = match &rt_ok {
+        Ok(()) => (PolicyArg::Fifo, Vec::new()),
+        Err(_) => (
+            PolicyArg::Other,
+            vec![Warning::NotRealTimePolicy {
+                policy: "other (SCHED_FIFO not permitted)".into(),
+            }],
+        ),
+    };
+    for (n, (file, trace, stress, what)) in [
+        (FILES[1], TRACES[0], Vec::new(), "latency, idle"),
+        (
+            FILES[2],
+            TRACES[1],
+            vec![StressKind::All],
+            "latency, under stress",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let trace_path = dir.join(trace);
+        let a = latency_args(
+            policy,
+            args.priority,
+            &preset,
+            stress,
+            args.stress_tool,
+            trace_path.clone(),
+        );
+        step(&mut bar, 1 + n, what, &mut |bar| {
+            let f = latency_step(&a, &online, &argv, &env, &stop, bar, what, &fallback)?;
+            traces.push(trace_path.clone());
+            write_result(dir, file, &f).map(Some)
+        });
+    }
+    step(&mut bar, 3, "wakeup", &mut |bar| {
+        if rt_ok.is_err() {
+            eprintln!("preempt: wakeup skipped: its waiter must run SCHED_FIFO");
+            return Ok(None);
+        }
+        let cfg = wakeup::WakeupConfig {
+            sources: vec![
+                SourceArg::Eventfd,
+                SourceArg::Pipe,
+                SourceArg::Timerfd,
+                SourceArg::Signal,
+                SourceArg::Gpio,
+            ],
+            samples: preset.wakeup_samples,
+            interval_ns: preset.wakeup_interval_us * 1_000,
+            priority: args.priority,
+            waiter_cpu: *online.last().context("no online CPU")?,
+            trigger_cpu: online[0],
+            loads: vec![
+                StressConfig::default(),
+                StressConfig::heavy(args.stress_tool),
+            ],
+            gpio_chip: PathBuf::from("/dev/gpiochip0"),
+        };
+        let t0 = monotonic_now_ns();
+        let started = sysinfo::unix_ms_now();
+        let info = sysinfo::collect(argv.clone());
+        let mut warns = env.warnings.clone();
+        warns.extend(sysinfo::machine_warnings(&info, &[cfg.waiter_cpu]));
+        let r = wakeup::run(&cfg, &stop, &mut |d, t, what| {
+            bar.set(d as f64 / t.max(1) as f64, &format!("wakeup: {what}"))
+        })?;
+        let mut f = ResultFile::new(info, RunResult::Wakeup(Box::new(r)));
+        f.started_unix_ms = started;
+        f.elapsed_ns = monotonic_now_ns() - t0;
+        f.warnings = warns.iter().map(Warning::to_record).collect();
+        f.interrupted = stop.load(Relaxed);
+        write_result(dir, FILES[3], &f).map(Some)
+    });
+    step(&mut bar, 4, "micro", &mut |bar| {
+        let cfg = MicroConfig {
+            sets: vec![SetArg::Nxp, SetArg::Zephyr, SetArg::Framework],
+            only: Vec::new(),
+            scale: preset.micro_scale,
+            cpu: *online.last().context("no online CPU")?,
+            priority: if rt_ok.is_ok() { args.priority } else { 0 },
+            subtract_overhead: false,
+            stress: StressConfig::default(),
+        };
+        let mut f = micro::run_file(&cfg, argv.clone(), &stop, &mut |d, t, what| {
+            bar.set(d as f64 / t.max(1) as f64, &format!("micro: {what}"))
+        })?;
+        f.warnings
+            .splice(0..0, env.warnings.iter().map(Warning::to_record));
+        let p = dir.join(FILES[4]);
+        micro::write_file(&p, &f)?;
+        Ok(Some(p))
+    });
+    bar.step = 5;
+    bar.set(0.0, "report");
+    // The report is drawn from the files just written, exactly as `preempt report` would.
+    let inputs = crate::report::input::load_many(&written)?;
+    let trace_data: Vec<crate::report::Trace> = traces
+        .iter()
+        .filter(|p| p.exists())
+        .map(|p| crate::report::load_trace(p))
+        .collect::<Result<_>>()?;
+    let report = crate::report::build(&inputs, &trace_data, "preempt report")?;
+    let w = crate::report::write(&report, dir, !args.no_png)?;
+    bar.set(1.0, "done");
+    bar.progress.finish();
+    if !args.history.no_history {
+        record_all(&args.history, &inputs);
+    }
+    println!("report: {}", w.index.display());
+    println!(
+        "results: {}",
+        written
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(n) = w.png_note {
+        eprintln!("preempt: {n}");
+    }
+    if stop.load(Relaxed) {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    if !failed.is_empty() {
+        eprintln!(
+            "preempt: {} step(s) failed: {}",
+            failed.len(),
+            failed.join(", ")
+        );
+        return Ok(EXIT_FAILURE);
+    }
+    Ok(EXIT_OK)
+}
+
+fn record_all(args: &HistoryArgs, inputs: &[crate::report::input::Input]) {
+    let Some(path) = args.path() else { return };
+    let db = match History::open(&path) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("preempt: not recorded in the history: {e:#}");
+            return;
+        }
+    };
+    let mut ids = Vec::new();
+    for i in inputs {
+        let src = std::fs::canonicalize(&i.source).ok();
+        let r = match &i.loaded {
+            crate::report::input::Loaded::Result(r) => {
+                db.record(&Recordable::Result(r), src.as_deref())
+            }
+            crate::report::input::Loaded::Micro(m) => {
+                db.record(&Recordable::Micro(m), src.as_deref())
+            }
+            crate::report::input::Loaded::Cyclictest(_) => continue,
+        };
+        match r {
+            Ok(id) => ids.push(id.to_string()),
+            Err(e) => eprintln!("preempt: not recorded in the history: {e:#}"),
+        }
+    }
+    if !ids.is_empty() {
+        eprintln!(
+            "preempt: recorded as runs #{} in {} (preempt history)",
+            ids.join(", #"),
+            path.display()
+        );
+    }
+}

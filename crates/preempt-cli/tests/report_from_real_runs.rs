@@ -1,0 +1,106 @@
+//! End to end: real result files written by the `preempt` binary (`check`, `latency` with
+//! `--trace-samples`) and by `micro` are turned into a report, and the figures on the page are
+//! the ones in the files.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use assert_cmd::Command;
+use preempt_cli::micro::{self, MicroConfig, SetArg};
+use preempt_cli::report::{self, input};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn latency(dir: &Path, name: &str) {
+    let mut cmd = Command::cargo_bin("preempt").unwrap();
+    cmd.args([
+        "latency",
+        "-D",
+        "300ms",
+        "-i",
+        "1000",
+        "--no-progress",
+        "--export-json",
+    ])
+    .arg(dir.join(format!("{name}.json")))
+    .arg("--trace-samples")
+    .arg(dir.join(format!("{name}-trace.csv")));
+    if !is_root() {
+        eprintln!("not root: measuring with --policy other (SCHED_FIFO needs CAP_SYS_NICE)");
+        cmd.args(["--policy", "other", "--no-mlock"]);
+    }
+    cmd.assert().success();
+}
+
+#[test]
+fn report_of_real_latency_check_and_micro_files() {
+    let d = tempfile::tempdir().unwrap();
+    latency(d.path(), "latency");
+    Command::cargo_bin("preempt")
+        .unwrap()
+        .args(["check", "--export-json"])
+        .arg(d.path().join("check.json"))
+        .assert()
+        .code(predicates::ord::lt(5)); // 4 = a failing item, still a complete file
+    let cfg = MicroConfig {
+        sets: vec![SetArg::Nxp, SetArg::Zephyr, SetArg::Framework],
+        only: vec!["mutex".into(), "sem_give_switch".into()],
+        scale: 0.05,
+        cpu: 0,
+        priority: if is_root() { 80 } else { 0 },
+        subtract_overhead: false,
+        stress: Default::default(),
+    };
+    let f = micro::run_file(
+        &cfg,
+        vec!["test".into()],
+        &AtomicBool::new(false),
+        &mut |_, _, _| {},
+    )
+    .unwrap();
+    micro::write_file(&d.path().join("micro.json"), &f).unwrap();
+
+    let out = d.path().join("out");
+    let a = report::Args {
+        inputs: vec![d.path().to_path_buf()],
+        out: out.clone(),
+        trace: vec![d.path().join("latency-trace.csv")],
+        title: None,
+        no_png: true,
+    };
+    assert_eq!(report::run(&a).unwrap(), 0);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    for section in [
+        "Readiness check",
+        "Timer wake-up latency",
+        "Microbenchmarks",
+        "System",
+        "Latency per iteration",
+    ] {
+        assert!(html.contains(section), "missing {section}");
+    }
+    // The merged p99 of the latency file is on the page, in µs with one decimal.
+    let inputs = input::load_many(&[d.path().join("latency.json")]).unwrap();
+    let input::Loaded::Result(r) = &inputs[0].loaded else {
+        panic!("latency file")
+    };
+    let preempt_cli::results::RunResult::Latency(l) = &r.result else {
+        panic!("latency kind")
+    };
+    let p99 = format!(
+        ">{:.1}</td>",
+        l.threads[0].latency.summary.p99_ns as f64 / 1000.0
+    );
+    assert!(html.contains(&p99), "{p99} not on the page");
+    // And the mutex figure of the micro file, in ns and in cycles.
+    let m = f
+        .micro()
+        .benches
+        .iter()
+        .find(|b| b.id == "mutex_lock")
+        .unwrap();
+    assert!(html.contains(&format!(">{}</td>", m.cycles.unwrap().p50_cycles)));
+}
