@@ -599,9 +599,17 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             let future = future_fn(name);
             prepare.push(quote!(#header.allocate(#future);));
         }
-        if task.period.is_some() || task.deadline.is_some() {
+        if task.period.is_some() || task.deadline.is_some() || task.min_interarrival.is_some() {
             let what_p = format!("`period` of task `{name_str}`");
             let what_d = format!("`deadline` of task `{name_str}`");
+            let what_m = format!("`min_interarrival` of task `{name_str}`");
+            let interarrival = match &task.min_interarrival {
+                Some(m) => {
+                    let e = &m.expr;
+                    quote!(::preempt::__private::duration_ns(#what_m, #e)?)
+                }
+                None => quote!(0_u64),
+            };
             let period = match &task.period {
                 Some(p) => {
                     let e = &p.expr;
@@ -627,7 +635,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                             #name_str, __preempt_d, __preempt_p
                         ));
                     }
-                    #table[#k].set_timing(__preempt_p, __preempt_d);
+                    #table[#k].set_timing(__preempt_p, __preempt_d, #interarrival);
                 }
             });
         }

@@ -190,6 +190,8 @@ pub(crate) struct Task {
     pub(crate) period: Option<DurationArg>,
     /// `deadline = ..`.
     pub(crate) deadline: Option<DurationArg>,
+    /// `min_interarrival = ..` (sporadic tasks: the period response-time analysis assumes).
+    pub(crate) min_interarrival: Option<DurationArg>,
     /// `on_miss = ..` (periodic tasks; default `Burst`).
     pub(crate) on_miss: OnMiss,
     /// `binds = field` (hardware tasks).
@@ -702,6 +704,7 @@ struct ItemArgs {
     local: Option<(Vec<LocalAccess>, Span)>,
     period: Option<DurationArg>,
     deadline: Option<DurationArg>,
+    min_interarrival: Option<DurationArg>,
     on_miss: Option<(OnMiss, Span)>,
     binds: Option<Ident>,
 }
@@ -803,6 +806,12 @@ fn item_args(attr: &Attribute, what: &str) -> syn::Result<ItemArgs> {
                     }
                     out.deadline = Some(duration_arg(input)?);
                 }
+                "min_interarrival" if what == "task" => {
+                    if out.min_interarrival.is_some() {
+                        return Err(duplicate());
+                    }
+                    out.min_interarrival = Some(duration_arg(input)?);
+                }
                 "on_miss" if what == "task" => {
                     if out.on_miss.is_some() {
                         return Err(duplicate());
@@ -827,7 +836,7 @@ fn item_args(attr: &Attribute, what: &str) -> syn::Result<ItemArgs> {
                     let expected = match what {
                         "task" => {
                             "`priority`, `capacity`, `shared`, `local`, `period`, `deadline`, \
-                             `on_miss` or `binds`"
+                             `min_interarrival`, `on_miss` or `binds`"
                         }
                         "idle" => "`shared` or `local`",
                         _ => "`local`",
@@ -1162,7 +1171,16 @@ fn task_fn(item: ItemFn, attr: Attribute) -> syn::Result<Task> {
             "`on_miss` is the overrun policy of a periodic task: add `period = ..` or remove it",
         ));
     }
-    for d in [&args.period, &args.deadline].into_iter().flatten() {
+    if let (Some(m), TaskKind::Periodic) = (&args.min_interarrival, kind) {
+        return Err(syn::Error::new(
+            m.span,
+            "a periodic task's inter-arrival time is its period: remove `min_interarrival`",
+        ));
+    }
+    for d in [&args.period, &args.deadline, &args.min_interarrival]
+        .into_iter()
+        .flatten()
+    {
         if d.const_ns == Some(0) {
             return Err(syn::Error::new(
                 d.span,
@@ -1193,6 +1211,7 @@ fn task_fn(item: ItemFn, attr: Attribute) -> syn::Result<Task> {
         inputs,
         period: args.period,
         deadline: args.deadline,
+        min_interarrival: args.min_interarrival,
         on_miss: args.on_miss.map_or(OnMiss::Burst, |(m, _)| m),
         binds: args.binds,
     })

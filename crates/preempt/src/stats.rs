@@ -49,6 +49,8 @@ pub struct TaskReport {
     pub deadline_ns: Option<u64>,
     /// Overrun policy (periodic tasks).
     pub on_miss: Option<OnMiss>,
+    /// Declared minimum inter-arrival time (`min_interarrival`), ns.
+    pub declared_interarrival_ns: Option<u64>,
     /// Shortest time between two releases seen, ns.
     pub min_interarrival_ns: Option<u64>,
     /// The accounting record.
@@ -136,6 +138,7 @@ impl AppStats {
                     period_ns: tc.period_ns(),
                     deadline_ns: tc.deadline_ns().or(tc.period_ns()),
                     on_miss: (tc.kind() == TaskKind::Periodic).then_some(tc.on_miss),
+                    declared_interarrival_ns: tc.declared_interarrival_ns(),
                     min_interarrival_ns: tc.min_interarrival_ns(),
                     stats: tc.stats().snapshot(),
                 });
@@ -204,9 +207,23 @@ impl AppStats {
                 notes.push(format!("`{name}` left out: no completed job yet"));
                 continue;
             };
-            let period = match (t.period_ns, t.min_interarrival_ns) {
-                (Some(p), _) => p,
-                (None, Some(ia)) if t.stats.releases >= MIN_RELEASES_FOR_PERIOD => {
+            let period = match (
+                t.period_ns,
+                t.declared_interarrival_ns,
+                t.min_interarrival_ns,
+            ) {
+                (Some(p), _, _) => p,
+                (None, Some(declared), seen) => {
+                    if let Some(seen) = seen.filter(|&s| s < declared) {
+                        notes.push(format!(
+                            "`{name}`: released {seen} ns apart, closer than its declared \
+                             min_interarrival ({declared} ns): the analysis of the tasks below \
+                             it assumes more than happened"
+                        ));
+                    }
+                    declared
+                }
+                (None, None, Some(ia)) if t.stats.releases >= MIN_RELEASES_FOR_PERIOD => {
                     notes.push(format!(
                         "`{name}`: period = shortest inter-arrival seen ({} ns)",
                         ia

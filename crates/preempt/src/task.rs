@@ -45,6 +45,8 @@ pub struct TaskControl {
     deadline_ns: AtomicU64,
     /// Period in ns (periodic tasks). Set before the executors start.
     period_ns: AtomicU64,
+    /// Declared minimum inter-arrival time in ns (sporadic tasks; 0: none).
+    declared_interarrival_ns: AtomicU64,
     /// Shortest time between two releases seen so far (`u64::MAX`: fewer than two).
     min_interarrival_ns: AtomicU64,
     /// Executor-thread-only state.
@@ -85,6 +87,7 @@ impl TaskControl {
             stats: TaskStats::new(name),
             deadline_ns: AtomicU64::new(0),
             period_ns: AtomicU64::new(0),
+            declared_interarrival_ns: AtomicU64::new(0),
             min_interarrival_ns: AtomicU64::new(u64::MAX),
             local: LocalState {
                 next_ns: Cell::new(0),
@@ -112,11 +115,21 @@ impl TaskControl {
         &self.stats
     }
 
-    /// Sets the period and relative deadline (ns; 0 = none) from the task's attributes.
-    /// Called by `run` before any executor starts.
-    pub fn set_timing(&self, period_ns: u64, deadline_ns: u64) {
+    /// Sets the period, relative deadline and declared minimum inter-arrival time (ns; 0 =
+    /// none) from the task's attributes. Called by `run` before any executor starts.
+    pub fn set_timing(&self, period_ns: u64, deadline_ns: u64, min_interarrival_ns: u64) {
         self.period_ns.store(period_ns, Ordering::Relaxed);
         self.deadline_ns.store(deadline_ns, Ordering::Relaxed);
+        self.declared_interarrival_ns
+            .store(min_interarrival_ns, Ordering::Relaxed);
+    }
+
+    /// The declared minimum inter-arrival time (`min_interarrival = ..`), if any.
+    pub fn declared_interarrival_ns(&self) -> Option<u64> {
+        match self.declared_interarrival_ns.load(Ordering::Relaxed) {
+            0 => None,
+            v => Some(v),
+        }
     }
 
     /// Relative deadline in ns, if the task has one.
