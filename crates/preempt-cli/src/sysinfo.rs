@@ -87,6 +87,15 @@ pub fn machine_warnings(info: &SysInfo, measured_cpus: &[usize]) -> Vec<Warning>
     if !smt.is_empty() {
         out.push(Warning::SmtSiblings { cpus: smt });
     }
+    let mut isolated = procfs::read_trimmed("/sys/devices/system/cpu/isolated")
+        .map(|l| procfs::parse_cpu_list_lenient(&l))
+        .unwrap_or_default();
+    if let Some(v) = procfs::cmdline_value(&info.cmdline, "isolcpus") {
+        isolated.extend(procfs::parse_cpu_list_lenient(v));
+    }
+    if info.cpus_online.len() > 1 && !measured_cpus.iter().all(|c| isolated.contains(c)) {
+        out.push(Warning::NotIsolated);
+    }
     out
 }
 

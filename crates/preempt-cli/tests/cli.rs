@@ -401,6 +401,10 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
         assert!(err.read_line(&mut line).unwrap() > 0, "no 'measuring' line");
     }
     sleep_ms(1_500);
+    // Partial results are already on disk while the run goes.
+    let partial = json(&j);
+    assert_eq!(partial["complete"], false);
+    assert!(partial["data"]["threads"][0]["samples"].as_u64().unwrap() > 0);
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: kill with a valid pid and signal number.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
