@@ -477,7 +477,7 @@ impl LineRequest {
         }
     }
 
-    /// Outputs at `offsets`, initially driven to `values` (bit i = offsets[i]).
+    /// Outputs at `offsets`, initially driven to `values` (bit `i` = `offsets[i]`).
     pub fn output(offsets: &[u32], consumer: &str, values: u64) -> LineRequest {
         LineRequest {
             output: Some(values),

@@ -2,7 +2,7 @@
 //!
 //! One [`Policy`] enum covers every Linux policy, `SCHED_DEADLINE` included, and one call,
 //! `sched_setattr`, sets any of them. glibc has no wrapper for `sched_setattr`, so it is
-//! called through `syscall(2)` with the kernel's `struct sched_attr` ([`SchedAttr`]).
+//! called through `syscall(2)` with the kernel's `struct sched_attr`.
 //!
 //! ```no_run
 //! use preempt_io::sys::sched::{self, Policy};
