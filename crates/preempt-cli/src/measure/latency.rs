@@ -348,7 +348,7 @@ pub struct Outcome {
 
 /// Runs a latency measurement: spawns one measuring thread per CPU, waits (drawing progress
 /// with `on_tick(partial, fraction)` every 200 ms; partial results are offered once a
-/// second), and assembles the result.
+/// second when `cfg.output` names an export file), and assembles the result.
 pub fn run(
     cfg: &LatencyConfig,
     work_iterations: u64,
@@ -528,6 +528,7 @@ pub fn run(
             });
         }
         let total = (cfg.releases * n as u64).max(1);
+        let want_partial = cfg.output.export_json.is_some() || cfg.output.export_csv.is_some();
         let mut next_tick = monotonic_now_ns() + TICK_NS;
         let mut next_partial = monotonic_now_ns() + PARTIAL_EVERY_NS;
         while finished.load(Acquire) < n {
@@ -535,7 +536,8 @@ pub fn run(
             next_tick += TICK_NS;
             let done: u64 = states.iter().map(|s| s.releases.load(Relaxed)).sum();
             let now = monotonic_now_ns();
-            let partial = (now >= next_partial).then(|| {
+            // Snapshots cost ~350 KB of copying per thread: only when a file wants them.
+            let partial = (want_partial && now >= next_partial).then(|| {
                 next_partial = now + PARTIAL_EVERY_NS;
                 assemble(
                     cfg,
