@@ -48,7 +48,9 @@
 #   --reps N   repetitions of the peer/ours/baseline cycle
 #   --no-ours  peer and baseline figures only
 #   --out FILE also write the report to FILE
-# Environment: CARGO_TARGET_DIR (default <repo>/target/bench-framework). Needs SCHED_FIFO:
+# Environment: CARGO_TARGET_DIR (default <repo>/target/bench-framework); BENCH_GIT_REV, the
+# revision to record when the tree is not a git checkout (e.g. a `git archive` snapshot, the
+# way to measure the committed state while others edit the work tree). Needs SCHED_FIFO:
 # run as root or with CAP_SYS_NICE. Needs taskset (util-linux) and timeout (coreutils).
 set -euo pipefail
 
@@ -108,7 +110,11 @@ say "# preempt framework benchmark (issue 3)"
 say ""
 say "- command: \`$COMMAND\` (cwd \`$PWD\`)"
 say "- date (UTC): $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-say "- git: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown), $(git -C "$REPO" status --porcelain 2>/dev/null | wc -l) uncommitted paths"
+if git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1; then
+    say "- git: $(git -C "$REPO" rev-parse --short HEAD), $(git -C "$REPO" status --porcelain | wc -l) uncommitted paths"
+else
+    say "- git: not a checkout; revision given by BENCH_GIT_REV: ${BENCH_GIT_REV:-unknown}"
+fi
 say "- machine: $(uname -m), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) CPUs usable, $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 say "- kernel: $(uname -srv)"
 say "- PREEMPT_RT (/sys/kernel/realtime): $(cat /sys/kernel/realtime 2>/dev/null || echo absent), preempt mode: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null || echo unreadable)"
