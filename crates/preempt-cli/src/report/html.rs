@@ -122,6 +122,7 @@ td.muted, .muted { color: var(--muted); }
 .verdict { padding: 10px 14px; border-radius: 6px; margin: 12px 0; font-weight: 600; }
 .verdict.good { background: #dafbe1; color: var(--pass); } .verdict.bad { background: #ffebe9; color: var(--fail); }
 .verdict.meh { background: #fff8c5; color: var(--warn); }
+.row { display: flex; flex-wrap: wrap; gap: 16px; } .row figure { flex: 1 1 460px; min-width: 0; }
 figure { margin: 14px 0 22px 0; } figure svg { width: 100%; max-width: 960px; height: auto; border: 1px solid var(--line); border-radius: 4px; }
 figcaption { font-size: 13px; color: var(--muted); margin-top: 4px; max-width: 760px; }
 .files a { color: var(--info); }

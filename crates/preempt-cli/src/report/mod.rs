@@ -348,6 +348,7 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
         .collect();
 
     summary_section(&mut b, inputs, &results, &latencies, &micros);
+    summary_figures(&mut b, &latencies)?;
 
     for (i, r) in &results {
         if let RunResult::Check(c) = &r.result {
@@ -447,6 +448,15 @@ fn sysinfo_of(l: &Loaded) -> Option<&SysInfo> {
     }
 }
 
+/// Nanoseconds for a summary card: µs with one decimal below 10 ms, ms above.
+fn human(ns: u64) -> String {
+    if ns >= 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{} µs", us(ns))
+    }
+}
+
 fn card(k: &str, v: &str, s: &str) -> String {
     format!(
         "<div class=\"card\"><div class=\"k\">{}</div><div class=\"v\">{}</div><div class=\"s\">{}</div></div>",
@@ -489,7 +499,7 @@ fn summary_section(
         let missed: u64 = l.threads.iter().map(|t| t.missed_periods).sum();
         cards.push_str(&card(
             &format!("Worst latency, {}", stress_label(l)),
-            &format!("{} µs", us(s.max_ns)),
+            &human(s.max_ns),
             &format!(
                 "p99 {} µs · p99.9 {} µs · {} samples · {missed} missed periods ({})",
                 us(s.p99_ns),
@@ -499,8 +509,8 @@ fn summary_section(
             ),
         ));
         verdict.push(format!(
-            "worst wake-up latency {} µs {} (p99 {} µs)",
-            us(s.max_ns),
+            "worst wake-up latency {} {} (p99 {} µs)",
+            human(s.max_ns),
             stress_label(l),
             us(s.p99_ns)
         ));
@@ -518,7 +528,7 @@ fn summary_section(
             {
                 cards.push_str(&card(
                     "Worst wake-up",
-                    &format!("{} µs", us(d.summary.max_ns)),
+                    &human(d.summary.max_ns),
                     &format!(
                         "{} under {} · p99 {} µs",
                         c.source,
@@ -596,6 +606,36 @@ fn counter_name(m: &crate::micro::MicroResult) -> &'static str {
     }
 }
 
+/// The two figures that answer "how late will my loop be?" at a glance, side by side under the
+/// summary: every latency run's histogram and exceedance curve.
+fn summary_figures(
+    b: &mut Builder,
+    latencies: &[(&Input, &ResultFile, &LatencyResult)],
+) -> Result<()> {
+    let mut hist = Vec::new();
+    let mut exc = Vec::new();
+    for (i, _, l) in latencies {
+        if let Some(d) = merged_latency(l) {
+            let label = format!("{} ({})", i.label, stress_label(l));
+            hist.push(HistSeries {
+                label: label.clone(),
+                buckets: d.histogram.buckets.clone(),
+            });
+            exc.push((label, d.histogram.buckets.clone(), d.summary.max_ns));
+        }
+    }
+    if hist.is_empty() {
+        return Ok(());
+    }
+    b.raw("<div class=\"row\">\n");
+    let svg = plots::histogram("Wake-up latency histogram", &hist)?;
+    b.fig("latency-histogram", svg, "Wake-up latency of every run, all threads merged; log count axis so single outliers show (as in the thesis' figures 6.3–6.5).");
+    let svg = plots::exceedance("Exceedance: P(latency > x)", &exc)?;
+    b.fig("latency-exceedance", svg, "Probability that one period's latency exceeds x, log–log; each curve ends at 1/N at its maximum. A deadline d is met with probability 1 − P(d).");
+    b.raw("</div>\n");
+    Ok(())
+}
+
 fn latency_section(
     b: &mut Builder,
     latencies: &[(&Input, &ResultFile, &LatencyResult)],
@@ -603,8 +643,6 @@ fn latency_section(
 ) -> Result<()> {
     b.section("latency", "Timer wake-up latency");
     b.p("Latency = actual wake-up − intended release of an absolute clock_nanosleep on CLOCK_MONOTONIC (cyclictest's method), per period.");
-    let mut hist = Vec::new();
-    let mut exc = Vec::new();
     let mut boxes = Vec::new();
     for (i, r, l) in latencies {
         b.h3(&latency_title(i, l));
@@ -698,12 +736,6 @@ fn latency_section(
             );
         }
         if let Some(d) = merged_latency(l) {
-            let label = format!("{} ({})", i.label, stress_label(l));
-            hist.push(HistSeries {
-                label: label.clone(),
-                buckets: d.histogram.buckets.clone(),
-            });
-            exc.push((label, d.histogram.buckets.clone(), d.summary.max_ns));
             boxes.push(box_of(
                 &l.settings.policy.label(),
                 &stress_label(l),
@@ -712,19 +744,13 @@ fn latency_section(
             ));
         }
     }
-    if !hist.is_empty() {
-        let svg = plots::histogram("Wake-up latency histogram", &hist)?;
-        b.fig("latency-histogram", svg, "Wake-up latency of every run, all threads merged; log count axis so single outliers show (as in the thesis' figures 6.3–6.5).");
-        let svg = plots::exceedance("Exceedance: P(latency > x)", &exc)?;
-        b.fig("latency-exceedance", svg, "Probability that one period's latency exceeds x, log–log; each curve ends at 1/N at its maximum. A deadline d is met with probability 1 − P(d).");
-        if boxes.len() > 1 {
-            let svg = plots::boxplot("Latency by policy and load", &boxes)?;
-            b.fig(
-                "latency-boxplot",
-                svg,
-                "Box p25–p75, thick line median, whiskers min–max, dot p99 (log axis).",
-            );
-        }
+    if boxes.len() > 1 {
+        let svg = plots::boxplot("Latency by policy and load", &boxes)?;
+        b.fig(
+            "latency-boxplot",
+            svg,
+            "Box p25–p75, thick line median, whiskers min–max, dot p99 (log axis).",
+        );
     }
     if !traces.is_empty() {
         let series: Vec<TimeSeries> = traces

@@ -147,6 +147,7 @@ pub fn histogram(title: &str, series: &[HistSeries]) -> Result<String> {
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
+            .margin_right(36)
             .x_label_area_size(40)
             .y_label_area_size(56)
             .build_cartesian_2d(x.log_scale(), y.log_scale())
@@ -250,11 +251,12 @@ pub fn exceedance(title: &str, series: &[(String, Vec<Bucket>, u64)]) -> Result<
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
+            .margin_right(36)
             .x_label_area_size(40)
             .y_label_area_size(56)
             .build_cartesian_2d(
                 (decade_floor(lo)..decade_ceil(hi * 1.01)).log_scale(),
-                (decade_floor(pmin)..1.0).log_scale(),
+                (decade_floor(pmin * 0.5)..1.0).log_scale(),
             )
             .map_err(err)?;
         chart
@@ -338,6 +340,7 @@ pub fn boxplot(title: &str, boxes: &[BoxStat]) -> Result<String> {
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
+            .margin_right(36)
             .x_label_area_size(56)
             .y_label_area_size(56)
             .build_cartesian_2d(
@@ -486,6 +489,7 @@ pub fn time_series(title: &str, series: &[TimeSeries]) -> Result<String> {
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
+            .margin_right(36)
             .x_label_area_size(40)
             .y_label_area_size(56)
             .build_cartesian_2d(
@@ -561,6 +565,7 @@ pub fn ranges(title: &str, rows: &[Range], overhead_ns: Option<u64>) -> Result<S
             let mut chart = ChartBuilder::on(&root)
                 .caption(title, ("sans-serif", 20))
                 .margin(12)
+                .margin_right(36)
                 .x_label_area_size(36)
                 .y_label_area_size(190)
                 .build_cartesian_2d(
