@@ -207,3 +207,51 @@ fn bad_flags_are_usage_errors_that_name_the_flag() {
     assert_eq!(ok.sets, vec![SetArg::Nxp, SetArg::Zephyr]);
     assert_eq!(ok.cpu, 1);
 }
+
+/// The subcommands as the lead wires them into `preempt` (see the report of issue 6): clap's
+/// own consistency checks pass with every part-2 command side by side.
+#[test]
+fn part_two_subcommands_wire_together() {
+    use clap::{CommandFactory, Subcommand};
+    #[derive(Subcommand)]
+    enum Part2 {
+        Micro(micro::Args),
+        Report(preempt_cli::report::Args),
+        Compare(preempt_cli::compare::Args),
+        History(preempt_cli::history::Args),
+        Run(preempt_cli::report::suite::Args),
+    }
+    #[derive(Parser)]
+    struct Preempt {
+        #[command(subcommand)]
+        command: Part2,
+    }
+    Preempt::command().debug_assert();
+    let p = Preempt::try_parse_from([
+        "preempt",
+        "history",
+        "show",
+        "3",
+        "--history-db",
+        "/tmp/h.sqlite",
+    ])
+    .unwrap();
+    assert!(matches!(p.command, Part2::History(ref h) if h.db.history_db.is_some()));
+    let p = Preempt::try_parse_from([
+        "preempt",
+        "compare",
+        "--baseline",
+        "a.json",
+        "b.json",
+        "--max-ratio",
+        "p99=1.2,max=2",
+    ])
+    .unwrap();
+    assert!(
+        matches!(p.command, Part2::Compare(ref c) if c.max_ratio.len() == 2 && c.runs == ["b.json"])
+    );
+    assert!(
+        Preempt::try_parse_from(["preempt", "run", "--quick", "--long"]).is_err(),
+        "--quick and --long conflict"
+    );
+}

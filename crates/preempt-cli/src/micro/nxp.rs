@@ -221,6 +221,12 @@ fn threads(ctx: &Ctx<'_>) -> Result<Vec<(&'static str, Samples)>> {
         }
     });
     join.ticks = jt;
+    if join.perf.is_some() {
+        join.notes.push(
+            "pthread_join sleeps until the child has run: perf counts only this thread's on-CPU time, so it reads below the wall-clock samples"
+                .into(),
+        );
+    }
     drop(stacks); // every thread is joined: the stacks are free
     if let Some(e) = spawn_error {
         anyhow::bail!("pthread_create failed after {joined} threads: {e}");

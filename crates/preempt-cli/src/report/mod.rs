@@ -1136,7 +1136,7 @@ fn same_machine(a: &SysInfo, b: &SysInfo) -> bool {
         && a.cmdline == b.cmdline
 }
 
-/// What [`write`] wrote.
+/// What [`write()`] wrote.
 #[derive(Debug, Clone)]
 pub struct Written {
     /// `index.html`.
