@@ -28,6 +28,11 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<u8> {
         Command::Latency(a) => cmd_latency(&a, argv),
         Command::Matrix(a) => cmd_matrix(&a, argv),
         Command::Wakeup(a) => cmd_wakeup(&a, argv),
+        Command::Micro(a) => crate::micro::run(&a, argv),
+        Command::Report(a) => crate::report::run(&a),
+        Command::Compare(a) => crate::compare::run(&a),
+        Command::History(a) => crate::history::run(&a),
+        Command::Run(a) => crate::report::suite::run(&a, argv),
         Command::StressWorker(a) => stress::run_worker(&a).map(|()| EXIT_OK),
     }
 }

@@ -33,6 +33,17 @@ pub enum Command {
     /// Measure how fast a blocked SCHED_FIFO thread wakes up on eventfd, pipe, timerfd,
     /// a POSIX signal (and a GPIO line when one exists).
     Wakeup(WakeupArgs),
+    /// Microbenchmarks (NXP and Zephyr sets) as distributions in ns and CPU cycles.
+    Micro(crate::micro::Args),
+    /// Turn result files into a self-contained HTML report with plots.
+    Report(crate::report::Args),
+    /// Compare result files side by side, or gate a CI run against a baseline.
+    Compare(crate::compare::Args),
+    /// List and inspect the runs kept in the history database.
+    History(crate::history::Args),
+    /// The default suite: check, latency idle and under stress, wakeup and micro, then the
+    /// HTML report.
+    Run(crate::report::suite::Args),
     /// Internal: the stress worker process started by `--stress` (dies with its parent).
     #[command(name = "__stress", hide = true)]
     StressWorker(StressWorkerArgs),

@@ -11,6 +11,7 @@
 //! | 2    | bad usage: unknown flag, bad value, impossible combination |
 //! | 3    | missing privilege (SCHED_FIFO/DEADLINE refused, tracefs not writable) |
 //! | 4    | `preempt check` found at least one `fail` item |
+//! | 5    | `preempt compare --baseline` found a figure worse than `--max-ratio` allows |
 //! | 130  | interrupted by Ctrl-C (results measured so far were still written) |
 //!
 //! ```
@@ -40,6 +41,7 @@ pub const EXIT_CODES_HELP: &str = "Exit codes:\n  0    success (also when stdout
 1    the run failed\n  2    bad usage (unknown flag, bad value, impossible combination)\n  \
 3    missing privilege (real-time policy refused, tracefs not writable)\n  \
 4    `preempt check` found a failing item\n  \
+5    `preempt compare` found a regression beyond --max-ratio\n  \
 130  interrupted by Ctrl-C (results measured so far were written)";
 
 /// Bad command-line input: a value out of range or an impossible combination.
