@@ -11,13 +11,13 @@
 //!
 //! ```
 //! use preempt_cli::results::{RunResult, SCHEMA_VERSION};
-//! let text = r#"{"schema_version":1,"tool":{"name":"preempt","version":"0.1.0"},
+//! let text = r##"{"schema_version":1,"tool":{"name":"preempt","version":"0.1.0"},
 //!   "complete":true,"interrupted":false,"started_unix_ms":0,"elapsed_ns":0,
 //!   "sysinfo":{"hostname":"h","kernel_release":"6.1","kernel_version":"#1","machine":"x86_64",
 //!   "cmdline":"","cpu_model":"cpu","cpus_online":[0],"governors":[],"preempt_model":"full",
 //!   "preempt_dynamic":false,"realtime_flag":null,"clocksource":"tsc","virtualization":null,
 //!   "argv":["preempt","check"]},
-//!   "warnings":[],"kind":"check","data":{"items":[]}}"#;
+//!   "warnings":[],"kind":"check","data":{"items":[]}}"##;
 //! let file: preempt_cli::results::ResultFile = serde_json::from_str(text).unwrap();
 //! assert_eq!(file.schema_version, SCHEMA_VERSION);
 //! assert!(matches!(file.result, RunResult::Check(_)));
