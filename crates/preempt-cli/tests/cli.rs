@@ -601,3 +601,44 @@ fn wakeup_bad_input() {
     assert_usage_error(&["wakeup", "--sources", "carrier-pigeon"], "--sources");
     assert_usage_error(&["wakeup", "--samples", "0"], "--samples");
 }
+
+#[test]
+fn break_at_stops_the_run_at_the_first_late_sample() {
+    if !privileged() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("b.json");
+    // 1 us is exceeded by (nearly) every wake-up: the run must stop almost at once.
+    let out = preempt()
+        .args([
+            "latency",
+            "--loops",
+            "5000",
+            "--cpus",
+            "0",
+            "--break-at",
+            "1",
+            "--export-json",
+        ])
+        .arg(&j)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("break-at: thread 0 cycle"), "{stdout}");
+    let v = json(&j);
+    assert_eq!(v["interrupted"], true);
+    let b = &v["data"]["break_event"];
+    assert!(b["latency_ns"].as_u64().unwrap() > 1_000, "{b}");
+    let samples = v["data"]["threads"][0]["samples"].as_u64().unwrap();
+    assert_eq!(
+        b["cycle"].as_u64().unwrap() + 1,
+        v["data"]["threads"][0]["releases"].as_u64().unwrap()
+    );
+    assert!(samples < 5000, "the run did not stop: {samples} samples");
+}
