@@ -3,11 +3,11 @@
 //! Use it through the `preempt` crate, which re-exports it and documents the syntax
 //! (`preempt::app`). The macro runs four stages, as `rtic-macros` does:
 //!
-//! 1. [`parse`]: tokens to a model of the app (`#[shared]`/`#[local]` structs, `#[init]`,
+//! 1. `parse`: tokens to a model of the app (`#[shared]`/`#[local]` structs, `#[init]`,
 //!    `#[idle]`, `#[task]`s and the app arguments);
-//! 2. [`analyze`]: priority levels, resource ceilings, lock-free access, PCP groups;
-//! 3. [`check`]: cross-item rules, each a spanned compile error;
-//! 4. [`codegen`]: statics, context types, spawn functions, executors and `run`.
+//! 2. `analyze`: priority levels, resource ceilings, lock-free access, PCP groups;
+//! 3. `check`: cross-item rules, each a spanned compile error;
+//! 4. `codegen`: statics, context types, spawn functions, executors and `run`.
 
 use proc_macro::TokenStream;
 

@@ -2,7 +2,7 @@
 //!
 //! Real executors are threads that sleep in the kernel until an absolute deadline, so a
 //! test of release times, overrun policies or fd-driven tasks on them depends on the host's
-//! scheduling noise. Under the mock clock ([`driver::MOCK`](crate::time::driver::MOCK)) the
+//! scheduling noise. Under the mock clock ([`crate::time::driver::MOCK`]) the
 //! same generated executors, queues, periodic grids, delay lists and fd polling run on the
 //! calling thread, and time is virtual:
 //!
@@ -24,7 +24,7 @@
 //! what the job [`advance`]d: response-time analysis gets exact inputs, and at the critical
 //! instant the simulated response times meet its bounds exactly (`tests/sim_rta.rs`).
 //!
-//! ```no_run
+//! ```
 //! #[preempt::app(clock = mock, main = false)]
 //! mod app {
 //!     #[init]

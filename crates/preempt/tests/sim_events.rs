@@ -1,6 +1,7 @@
 //! Under the mock clock, with fd events replayed at virtual times: a hardware task runs when
 //! its eventfd is written (two writes at one instant are one readiness carrying both
-//! signals), a spawn to a higher level preempts it on the spot, and async tasks talk through
+//! signals), another when a datagram arrives on its UNIX socket, a spawn to a higher level
+//! preempts a running job on the spot, and async tasks talk through
 //! rtic-sync's `Channel` and `Signal`, pacing themselves with `Mono::delay_until` and
 //! `Mono::timeout_after`, unchanged from RTIC v2. Every line is asserted.
 
@@ -16,9 +17,10 @@ fn log(line: String) {
 
 #[preempt::app(clock = mock, main = false)]
 mod app {
-    use preempt::fd::{EventSource, FdSource};
+    use preempt::fd::{EventSource, FdSource, UnixDatagramSource};
     use rtic_sync::channel::{Receiver, Sender};
     use rtic_sync::signal::{Signal, SignalReader, SignalWriter};
+    use std::os::unix::net::UnixDatagram;
 
     use super::log;
 
@@ -27,6 +29,7 @@ mod app {
     #[local]
     struct Local {
         line: EventSource,
+        socket: UnixDatagramSource,
         tx: Sender<'static, u32, 2>,
         rx: Receiver<'static, u32, 2>,
         done: SignalWriter<'static, u32>,
@@ -42,6 +45,15 @@ mod app {
                 notifier.notify().unwrap()
             });
         }
+        let (ours, theirs) = UnixDatagram::pair().unwrap();
+        let socket = UnixDatagramSource::from_socket(ours, 64).unwrap();
+        let peer = std::sync::Arc::new(theirs);
+        for (at_us, word) in [(600, "hello"), (700, "world")] {
+            let peer = peer.clone();
+            preempt::sim::at(Instant::from_nanos(at_us * 1_000), move || {
+                peer.send(word.as_bytes()).unwrap();
+            });
+        }
         let (tx, rx) = rtic_sync::make_channel!(u32, 2);
         let (done, on_done) = SIGNAL.split();
         producer::spawn().unwrap();
@@ -53,6 +65,7 @@ mod app {
             Shared {},
             Local {
                 line,
+                socket,
                 tx,
                 rx,
                 done,
@@ -68,6 +81,14 @@ mod app {
         log(format!("{} on_line {count}", Mono::now().as_nanos()));
         urgent::spawn().unwrap(); // priority 4: preempts this job here
         preempt::sim::advance(10.micros());
+    }
+
+    #[task(binds = socket, priority = 3)]
+    fn on_datagram(cx: on_datagram::Context) {
+        while let Ok(Some(d)) = cx.local.socket.read_event() {
+            let word = String::from_utf8_lossy(d.data).into_owned();
+            log(format!("{} datagram {word}", Mono::now().as_nanos()));
+        }
     }
 
     #[task(priority = 4)]
@@ -115,6 +136,8 @@ fn fd_events_async_tasks_and_preemption_replay_deterministically() {
             "100000 urgent",
             "250000 on_line 2",
             "250000 urgent",
+            "600000 datagram hello",
+            "700000 datagram world",
             "1000000 sent 0",
             "1000000 got 0",
             "2000000 sent 1",

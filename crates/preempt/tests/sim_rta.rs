@@ -101,6 +101,9 @@ fn measured_response_times_meet_the_analysis() {
         Some(500_000)
     );
 
+    // The JSON export of a simulated run is deterministic: a snapshot of the schema.
+    insta::assert_snapshot!("sim_rta_stats_json", stats.to_json());
+
     // The exit summary shows the same analysis.
     let summary = stats.summary().to_string();
     assert!(summary.contains("verdict: schedulable"), "{summary}");

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-/// Durations from integers: `10.micros()`. See the [module docs](self).
+/// Durations from integers: `10.micros()`, `1.seconds()` (see `preempt::time`).
 pub trait DurationExt {
     /// `self` nanoseconds.
     fn nanos(self) -> Duration;
