@@ -325,6 +325,7 @@ impl Drop for LockGuard {
 
 /// A critical section (see `crate::critical_section`) was entered: like a PCP lock, it holds
 /// off simulated preemption.
+#[cfg(feature = "critical-section-impl")]
 pub(crate) fn critical_section_entered() {
     if active() {
         LOCKS.with(|l| l.set(l.get() + 1));
@@ -332,6 +333,7 @@ pub(crate) fn critical_section_entered() {
 }
 
 /// The outermost critical section was left.
+#[cfg(feature = "critical-section-impl")]
 pub(crate) fn critical_section_left() {
     if active() {
         LOCKS.with(|l| l.set(l.get().saturating_sub(1)));

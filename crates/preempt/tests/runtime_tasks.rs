@@ -302,6 +302,48 @@ mod no_alloc_tasks {
 
 static BEFORE: AtomicU64 = AtomicU64::new(0);
 
+/// A hardware task bound to a GPIO line's edge events (GPIO character device, v2 uAPI).
+#[preempt::app(main = false)]
+mod gpio_app {
+    use preempt::fd::{FdSource, GpioSource};
+    use preempt_io::sys::gpio::{Edge, GpioChip, LineRequest, chips};
+
+    #[local]
+    struct Local {
+        line: GpioSource,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        let path = chips()
+            .unwrap()
+            .into_iter()
+            .next()
+            .expect("the parent checked");
+        let chip = GpioChip::open(&path).unwrap();
+        let offset = (0..chip.info().unwrap().lines)
+            .find(|&o| !chip.line_info(o).unwrap().used)
+            .expect("the parent checked for a free line");
+        let request = LineRequest::input(&[offset], "preempt-test").edges(Edge::Both);
+        let line = GpioSource::open(&path, &request).unwrap();
+        stop::spawn_after(50.millis()).unwrap();
+        (Shared {}, Local { line }, init::Monotonics())
+    }
+
+    #[task(binds = line, priority = 2)]
+    fn on_edge(cx: on_edge::Context) {
+        while let Ok(Some(edge)) = cx.local.line.read_event() {
+            println!("edge: {edge:?}");
+        }
+    }
+
+    #[task(priority = 1)]
+    fn stop(_: stop::Context) {
+        println!("gpio line bound and polled");
+        preempt::exit(0);
+    }
+}
+
 #[allow(
     clippy::disallowed_methods,
     reason = "test helpers: an ordinary thread's pacing and the watchdog's polling"
@@ -321,6 +363,7 @@ fn child() {
         "hw" => hw_app::run(),
         "summary" => summary_app::run(),
         "no_alloc_tasks" => no_alloc_tasks::run(),
+        "gpio" => gpio_app::run(),
         other => panic!("unknown child app {other}"),
     };
     std::process::exit(code);
@@ -458,4 +501,30 @@ fn async_periodic_hardware_and_bridge_paths_do_not_allocate() {
         stdout.contains("allocations on the task paths: 0\n"),
         "{stdout}"
     );
+}
+
+/// Where a GPIO chip with a free line exists (a Pi; `modprobe gpio-sim`), a hardware task binds
+/// one of its lines and the app runs; elsewhere the test says why it is skipped.
+#[test]
+fn gpio_line_events_bind_to_a_hardware_task() {
+    use preempt_io::sys::gpio::{GpioChip, chips};
+    let Some(path) = chips().ok().and_then(|c| c.into_iter().next()) else {
+        eprintln!(
+            "skipped: no /dev/gpiochip* here (kernel without CONFIG_GPIO_CDEV or no GPIO \
+             hardware; on a Pi, or after `modprobe gpio-sim`, this test binds a real line)"
+        );
+        return;
+    };
+    let free = GpioChip::open(&path).ok().and_then(|chip| {
+        let lines = chip.info().ok()?.lines;
+        (0..lines).find(|&o| chip.line_info(o).is_ok_and(|l| !l.used))
+    });
+    if free.is_none() {
+        eprintln!("skipped: every line of {} is in use", path.display());
+        return;
+    }
+    let out = run_child("gpio", &[], Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("gpio line bound and polled"), "{stdout}");
 }
