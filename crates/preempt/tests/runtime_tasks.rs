@@ -180,7 +180,8 @@ mod hw_app {
     fn tick(_: tick::Context) {}
 }
 
-/// A 1 kHz periodic task with a deadline, `summary = true`, and the JSON export.
+/// A 1 kHz periodic task with a deadline, `summary = true`, the JSON export, and a task that
+/// takes page faults (it touches fresh memory), alone on its level.
 #[preempt::app(main = false, summary = true)]
 mod summary_app {
     #[shared]
@@ -190,7 +191,19 @@ mod summary_app {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        hog::spawn_after(5.millis()).unwrap();
         (Shared { samples: 0 }, Local {}, init::Monotonics())
+    }
+
+    /// Touches 4 MiB of new heap: page faults (at allocation under `mlockall`, at first touch
+    /// otherwise).
+    #[task(priority = 3)]
+    fn hog(_: hog::Context) {
+        let mut v = vec![0_u8; 4 << 20];
+        for page in v.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(&v);
     }
 
     #[task(priority = 2, period = 1.millis(), deadline = 900.micros(), shared = [samples])]
@@ -216,6 +229,13 @@ mod summary_app {
             control.deadline_ns
         );
         println!("samples >= 20: {}", n >= 20);
+        let hog = &stats.task("hog").unwrap().stats;
+        let level = stats.levels.iter().find(|l| l.priority == 3).unwrap();
+        println!(
+            "hog page faults counted: {}, on its level: {}",
+            hog.minor_faults + hog.major_faults > 0,
+            level.minor_faults + level.major_faults > 0
+        );
         preempt::exit(0);
     }
 }
@@ -457,6 +477,10 @@ fn summary_and_json_export_at_exit() {
         stdout.contains("releases >= 20: true, period Some(1000000) ns, deadline Some(900000) ns"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("hog page faults counted: true, on its level: true"),
+        "{stdout}"
+    );
     for needle in [
         "preempt: app `summary_app` task statistics (monotonic clock):",
         "lat-p99",
@@ -490,6 +514,7 @@ fn summary_and_json_export_at_exit() {
             >= 20
     );
     assert_eq!(json["levels"][1]["priority"], 2);
+    assert!(json["levels"][2]["minor_faults"].as_u64().unwrap() > 0);
 }
 
 #[test]
