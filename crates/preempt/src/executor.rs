@@ -32,7 +32,9 @@
 //!     stop requested?                              -> return
 //!     one round:
 //!       the ready ring's and the inbox's messages present at the start of the round
-//!       (ring first: a message spawned here before a remote one arrived runs first)
+//!       (ring first: a message spawned here before a remote one arrived runs first);
+//!       again with what those jobs spawned here, while the ring is the only source
+//!       with work (no remote spawn, timer, delay, periodic or hardware task on the level)
 //!       read the clock once if anything is timed, then:
 //!         due timed messages (earliest first), due delays (wake their tasks),
 //!         due periodic releases (the overrun policy decides which, see `periodic`)
@@ -748,13 +750,19 @@ impl<M: Message, const N: usize> Executor<M, N> {
         next
     }
 
-    /// One round (see the module docs), at most `budget` jobs. Returns (progress, keep
-    /// going). Executor thread only.
-    fn round(&self, control: &LoopControl<'_>, budget: usize) -> (usize, bool) {
+    /// Runs the ready ring's and the inbox's messages present when it is called (ring
+    /// first: a message spawned here before a remote one arrived runs first), at most
+    /// `budget`. Returns (jobs run, keep going). Executor thread only.
+    #[inline(always)]
+    fn run_queued(
+        &self,
+        control: &LoopControl<'_>,
+        budget: usize,
+        clock: &mut Option<u64>,
+    ) -> (usize, bool) {
         let mut ran = 0;
-        let mut clock: Option<u64> = None;
-        // Both counts first: work that arrives during the round waits for the next one, in
-        // which the ring (spawned here, causally earlier) goes first.
+        // Both counts first: work that arrives meanwhile waits for the next pass, in which
+        // the ring (spawned here, causally earlier) goes first.
         let ring_n = self.ready.len.get();
         let inbox_n = self.inbox.len();
         for _ in 0..ring_n {
@@ -765,7 +773,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
             // SAFETY: executor thread only, no other reference to the count is alive.
             unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
             ran += 1;
-            if !self.run_message(stamped, &mut clock, control) {
+            if !self.run_message(stamped, clock, control) {
                 return (ran, false);
             }
             if ran >= budget {
@@ -781,6 +789,51 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 .inbox
                 .fetch_sub(1, Ordering::Relaxed);
             ran += 1;
+            if !self.run_message(stamped, clock, control) {
+                return (ran, false);
+            }
+            if ran >= budget {
+                return (ran, true);
+            }
+        }
+        (ran, true)
+    }
+
+    /// `true` when no source other than the ready ring can have work for this level: the
+    /// inbox and the timer queue are empty and the level has no delays, periodic or
+    /// hardware tasks. Executor thread only.
+    #[inline(always)]
+    fn only_ring_has_work(&self) -> bool {
+        self.periodic.is_empty()
+            && self.hardware.is_empty()
+            && self.delays.next_deadline_ns().is_none()
+            && self.timers.is_empty()
+            && self.inbox.is_empty()
+    }
+
+    /// One round (see the module docs), at most `budget` jobs. Returns (progress, keep
+    /// going). Executor thread only.
+    fn round(&self, control: &LoopControl<'_>, budget: usize) -> (usize, bool) {
+        let mut ran = 0;
+        let mut clock: Option<u64> = None;
+        let (n, go_on) = self.run_queued(control, budget, &mut clock);
+        ran += n;
+        if !go_on || ran >= budget {
+            return (ran, go_on);
+        }
+        // The round goes on with what its jobs spawned onto this level while no other
+        // source can have work: the next round would run exactly these messages first
+        // anyway, and skipping its bookkeeping is what makes a same-priority spawn cheap.
+        // Any other source (a remote spawn, a timer, a delay, a periodic or hardware task,
+        // a stop request) ends the round as before.
+        while self.only_ring_has_work() && !control.stop.load(Ordering::Relaxed) {
+            // SAFETY: executor thread only (see `round`'s contract).
+            let Some(stamped) = (unsafe { self.ready.pop() }) else {
+                break;
+            };
+            // SAFETY: executor thread only, no other reference to the count is alive.
+            unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
+            ran += 1;
             if !self.run_message(stamped, &mut clock, control) {
                 return (ran, false);
             }
@@ -788,8 +841,13 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 return (ran, true);
             }
         }
-        // SAFETY: single consumer (executor thread).
-        let timed = unsafe { self.timers.next_release_ns() };
+        // An empty timer queue needs no look into its heap (a push counts before it rings).
+        let timed = if self.timers.is_empty() {
+            None
+        } else {
+            // SAFETY: single consumer (executor thread).
+            unsafe { self.timers.next_release_ns() }
+        };
         let delayed = self.delays.next_deadline_ns();
         if timed.is_some() || delayed.is_some() || !self.periodic.is_empty() {
             let now = match clock {

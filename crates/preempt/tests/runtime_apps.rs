@@ -101,6 +101,63 @@ fn fifo_spawn(phase: u8, i: u32) {
     }
 }
 
+/// A same-priority ping-pong that never ends by itself must not starve the level's other
+/// sources: a timed spawn and a spawn from another executor thread both run while it goes
+/// on, and together they stop it.
+#[preempt::app(main = false)]
+mod no_starvation {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::Duration;
+
+    static TIMED_RAN: AtomicBool = AtomicBool::new(false);
+    static REMOTE_RAN: AtomicBool = AtomicBool::new(false);
+    static ROUND_TRIPS: AtomicU64 = AtomicU64::new(0);
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        ping::spawn().unwrap();
+        timed::spawn_after(Duration::from_millis(20)).unwrap();
+        high::spawn().unwrap();
+        (Shared {}, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 1)]
+    fn ping(_: ping::Context) {
+        if TIMED_RAN.load(Ordering::Relaxed) && REMOTE_RAN.load(Ordering::Relaxed) {
+            println!("timed and remote spawns ran during the ping-pong");
+            println!(
+                "ping-pong went on: {}",
+                ROUND_TRIPS.load(Ordering::Relaxed) > 0
+            );
+            preempt::exit(0);
+        } else {
+            pong::spawn().unwrap();
+        }
+    }
+
+    #[task(priority = 1)]
+    fn pong(_: pong::Context) {
+        ROUND_TRIPS.fetch_add(1, Ordering::Relaxed);
+        ping::spawn().unwrap();
+    }
+
+    #[task(priority = 1)]
+    fn timed(_: timed::Context) {
+        TIMED_RAN.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs on its own executor thread and spawns onto the busy level (its inbox).
+    #[task(priority = 2)]
+    fn high(_: high::Context) {
+        remote::spawn().unwrap();
+    }
+
+    #[task(priority = 1)]
+    fn remote(_: remote::Context) {
+        REMOTE_RAN.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Executor threads are named, scheduled and pinned as configured.
 #[preempt::app(main = false, cores = [p3 = 0])]
 mod threads {
@@ -304,6 +361,7 @@ fn child() {
     };
     let code = match name.as_str() {
         "fifo" => fifo::run(),
+        "no_starvation" => no_starvation::run(),
         "threads" => threads::run(),
         "panic_stop" => panic_stop::run(),
         "panic_continue" => panic_continue::run(),
@@ -379,6 +437,19 @@ fn sixteen_spawns_from_one_thread_run_in_spawn_order() {
             "phase {phase} out of order:\n{stdout}"
         );
     }
+}
+
+#[test]
+fn a_busy_same_priority_ping_pong_does_not_starve_timers_or_remote_spawns() {
+    let out = run_child("no_starvation", Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "timed and remote spawns ran during the ping-pong\nping-pong went on: true\n"
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]
