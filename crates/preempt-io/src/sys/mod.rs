@@ -8,6 +8,7 @@
 
 pub mod caps;
 pub mod clock;
+pub mod counter;
 pub mod cpu;
 pub mod epoll;
 pub mod eventfd;
