@@ -38,8 +38,8 @@
 //! # Measured critical sections
 //!
 //! With accounting on, every PCP lock measures how long the task holds the resource (two
-//! clock reads inside the lock) and how often one job locks it, into a [`LockStats`] per
-//! (task, resource). Response-time analysis takes its blocking terms from these: under PCP
+//! time stamps inside the lock, see `time::driver::stamp_ns`) and how often one job locks
+//! it, into a [`LockStats`] per (task, resource). Response-time analysis takes its blocking terms from these: under PCP
 //! a task is blocked at most once, by the longest critical section of a lower-priority task
 //! on a resource whose ceiling reaches its priority.
 
@@ -123,9 +123,9 @@ fn timed<R>(stats: Option<&'static LockStats>, count: &Cell<u32>, f: impl FnOnce
     match stats {
         None => f(),
         Some(stats) => {
-            let start = driver::now_ns();
+            let start = driver::stamp_ns();
             let r = f();
-            let held = driver::now_ns().saturating_sub(start);
+            let held = driver::stamp_ns().saturating_sub(start);
             let n = count.get() + 1;
             count.set(n);
             stats.record(held, n);

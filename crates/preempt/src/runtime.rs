@@ -288,6 +288,9 @@ pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
     let code = if config.mock_clock {
         run_simulated(app, entry)
     } else {
+        if config.accounting {
+            driver::install_stamp_counter();
+        }
         run_threads(app, entry)
     };
     finish(app, code)
