@@ -58,6 +58,18 @@ pub const RATIOS: &[Ratio] = &[
         target: Some(1.3),
     },
     Ratio {
+        label: "same-priority switch, bare runtime (accounting = false): preempt / linux-rtic",
+        numerator: "preempt_switch_same_bare",
+        denominator: "rtic_switch_same",
+        target: Some(0.25),
+    },
+    Ratio {
+        label: "uncontended lock+unlock, bare runtime: preempt / raw PI CAS pair",
+        numerator: "preempt_lock_uncontended_bare",
+        denominator: "raw_pi_cas",
+        target: Some(1.3),
+    },
+    Ratio {
         label: "contended unlock: preempt / raw FUTEX_UNLOCK_PI",
         numerator: "preempt_contended_unlock",
         denominator: "raw_unlock_pi",
