@@ -7,8 +7,12 @@
 //! `PREEMPT_BLESS=1 cargo test -p preempt --test examples_output`.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[path = "support/child.rs"]
+mod child_process;
+use child_process::{run_with_watchdog, soft_unless_privileged};
 
 fn example(name: &str) -> PathBuf {
     // target/<profile>/deps/examples_output-<hash> -> target/<profile>/examples/<name>
@@ -27,52 +31,10 @@ fn example(name: &str) -> PathBuf {
     path
 }
 
-fn privileged() -> bool {
-    use preempt_io::sys::{caps, limits};
-    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
-        || limits::rtprio().is_ok_and(|l| l.allows(15));
-    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
-        || limits::memlock().is_ok_and(|l| l.soft.is_none());
-    nice && lock
-}
-
-/// Runs `cmd` with a watchdog: a child that does not finish in `timeout` fails the test.
-fn run(mut cmd: Command, what: &str, timeout: Duration) -> Output {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > timeout {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{what} hung (killed after {timeout:?})\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        pause(Duration::from_millis(5));
-    }
-}
-
-#[allow(
-    clippy::disallowed_methods,
-    reason = "test watchdog polling, not real-time code"
-)]
-fn pause(d: Duration) {
-    std::thread::sleep(d);
-}
-
 fn example_command(name: &str, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(example(name));
     cmd.envs(env.iter().copied());
-    if !privileged() {
-        eprintln!("note: no real-time privileges here; running `{name}` with PREEMPT_SOFT=1");
-        cmd.env("PREEMPT_SOFT", "1");
-    }
+    soft_unless_privileged(&mut cmd, name, 15);
     cmd
 }
 
@@ -94,7 +56,7 @@ fn mask(stdout: &str) -> String {
 
 /// Runs example `name`, compares its stdout with the golden file and returns its stderr.
 fn check_golden(name: &str, env: &[(&str, &str)], timeout: Duration) -> String {
-    let out = run(example_command(name, env), name, timeout);
+    let out = run_with_watchdog(example_command(name, env), name, timeout);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{name} failed\n{stdout}\n{stderr}");
@@ -215,7 +177,7 @@ fn listing2_pinned_to_one_cpu_never_hangs() {
                 "listing2_contended_unlock",
                 &[("PREEMPT_EXAMPLE_SAMPLES", "300")],
             );
-            let out = run(
+            let out = run_with_watchdog(
                 cmd,
                 &format!("pinned listing2 run {run_index}"),
                 Duration::from_secs(30),
@@ -272,7 +234,7 @@ fn missing_privilege_is_a_clear_error_and_soft_mode_runs() {
         eprintln!("skipped: needs util-linux's prlimit and setpriv to drop the privilege");
         return;
     }
-    let out = run(
+    let out = run_with_watchdog(
         unprivileged(false),
         "unprivileged app",
         Duration::from_secs(30),
@@ -294,7 +256,7 @@ fn missing_privilege_is_a_clear_error_and_soft_mode_runs() {
         assert!(stderr.contains(needle), "missing `{needle}` in:\n{stderr}");
     }
 
-    let out = run(unprivileged(true), "soft-mode app", Duration::from_secs(30));
+    let out = run_with_watchdog(unprivileged(true), "soft-mode app", Duration::from_secs(30));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stderr}");

@@ -2,21 +2,16 @@
 //! affinity), task panics (stop and continue, locks released), capacity, timed spawns, and
 //! zero heap allocations on the spawn, dispatch and lock paths.
 //!
-//! An app owns process-wide state (memory locking, RT threads, the exit code), so each test
-//! runs its app in a child process: this test binary re-executes itself with
-//! `PREEMPT_TEST_CHILD=<app>` and the filter `child`, the `child` test runs that app and
-//! exits with its code, and the parent checks the output. A watchdog kills a child that
-//! does not finish, so a hang fails the test instead of stalling CI.
-//!
-//! Without real-time privileges the children run in soft mode (`PREEMPT_SOFT=1`), which
-//! exercises the same queues and locks under SCHED_OTHER; the tests say so on stderr.
+//! Each app runs in a child process under a watchdog (see `support/child.rs`).
 
-use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+#[path = "support/child.rs"]
+mod child_process;
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
+use child_process::{privileged, requested_app, run_child, text};
 use counting_alloc::ALLOCATIONS;
 
 /// 16 spawns from one thread run in spawn order, on each of the three paths (from another
@@ -356,7 +351,7 @@ static NO_ALLOC_BEFORE: AtomicU64 = AtomicU64::new(0);
 /// Runs the app named by `PREEMPT_TEST_CHILD` (when this binary is a child).
 #[test]
 fn child() {
-    let Ok(name) = std::env::var("PREEMPT_TEST_CHILD") else {
+    let Some(name) = requested_app() else {
         return; // the parent run: nothing to do here
     };
     let code = match name.as_str() {
@@ -372,61 +367,9 @@ fn child() {
     std::process::exit(code);
 }
 
-/// Whether this process may use SCHED_FIFO and mlockall; otherwise children run soft.
-fn privileged() -> bool {
-    use preempt_io::sys::{caps, limits};
-    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
-        || limits::rtprio().is_ok_and(|l| l.allows(3));
-    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
-        || limits::memlock().is_ok_and(|l| l.soft.is_none());
-    nice && lock
-}
-
-/// Runs `app` in a child process, killing it after `timeout`.
-fn run_child(app: &str, timeout: Duration) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["child", "--exact", "--nocapture", "--test-threads=1"])
-        .env("PREEMPT_TEST_CHILD", app)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if !privileged() {
-        eprintln!("note: no real-time privileges here; running `{app}` with PREEMPT_SOFT=1");
-        cmd.env("PREEMPT_SOFT", "1");
-    }
-    let mut child = cmd.spawn().unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > timeout {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "child app `{app}` did not finish within {timeout:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        pause(Duration::from_millis(5));
-    }
-}
-
-#[allow(
-    clippy::disallowed_methods,
-    reason = "test watchdog polling, not real-time code"
-)]
-fn pause(d: Duration) {
-    std::thread::sleep(d);
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[test]
 fn sixteen_spawns_from_one_thread_run_in_spawn_order() {
-    let out = run_child("fifo", Duration::from_secs(30));
+    let out = run_child("fifo", &[], 3, Duration::from_secs(30));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     let expected: Vec<String> = (0..16).map(|i| i.to_string()).collect();
@@ -441,7 +384,7 @@ fn sixteen_spawns_from_one_thread_run_in_spawn_order() {
 
 #[test]
 fn a_busy_same_priority_ping_pong_does_not_starve_timers_or_remote_spawns() {
-    let out = run_child("no_starvation", Duration::from_secs(30));
+    let out = run_child("no_starvation", &[], 3, Duration::from_secs(30));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(
@@ -454,19 +397,19 @@ fn a_busy_same_priority_ping_pong_does_not_starve_timers_or_remote_spawns() {
 
 #[test]
 fn executor_threads_are_named_scheduled_and_pinned() {
-    let out = run_child("threads", Duration::from_secs(30));
+    let out = run_child("threads", &[], 3, Duration::from_secs(30));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("name: preempt-p3\n"), "{stdout}");
     assert!(stdout.contains("cpus: [0]\n"), "{stdout}");
-    if privileged() {
+    if privileged(3) {
         assert!(stdout.contains("policy: Fifo { priority: 3 }"), "{stdout}");
     }
 }
 
 #[test]
 fn a_panicking_task_stops_the_app_by_default() {
-    let out = run_child("panic_stop", Duration::from_secs(30));
+    let out = run_child("panic_stop", &[], 3, Duration::from_secs(30));
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(101), "{stderr}");
     assert!(
@@ -478,7 +421,7 @@ fn a_panicking_task_stops_the_app_by_default() {
 
 #[test]
 fn on_panic_continue_releases_locks_and_runs_later_spawns() {
-    let out = run_child("panic_continue", Duration::from_secs(30));
+    let out = run_child("panic_continue", &[], 3, Duration::from_secs(30));
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -494,7 +437,7 @@ fn on_panic_continue_releases_locks_and_runs_later_spawns() {
 
 #[test]
 fn full_queues_give_arguments_back_and_timers_run_in_release_order() {
-    let out = run_child("queues", Duration::from_secs(30));
+    let out = run_child("queues", &[], 3, Duration::from_secs(30));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(
@@ -513,7 +456,7 @@ fn full_queues_give_arguments_back_and_timers_run_in_release_order() {
 
 #[test]
 fn spawn_dispatch_and_lock_do_not_allocate() {
-    let out = run_child("no_alloc", Duration::from_secs(60));
+    let out = run_child("no_alloc", &[], 3, Duration::from_secs(60));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(

@@ -7,12 +7,14 @@
 //! `PREEMPT_TEST_CHILD=<app>`), with a watchdog; without real-time privileges the children
 //! run with `PREEMPT_SOFT=1`. Timing is never asserted, only behaviour.
 
-use std::process::{Command, Output, Stdio};
 use std::sync::atomic::AtomicU64;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+#[path = "support/child.rs"]
+mod child_process;
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
+use child_process::{pause, requested_app, run_child, text};
 use counting_alloc::ALLOCATIONS;
 
 /// rtic-sync between async tasks on three executor threads.
@@ -341,18 +343,10 @@ mod gpio_app {
     }
 }
 
-#[allow(
-    clippy::disallowed_methods,
-    reason = "test helpers: an ordinary thread's pacing and the watchdog's polling"
-)]
-fn pause(d: Duration) {
-    std::thread::sleep(d);
-}
-
 /// Runs the app named by `PREEMPT_TEST_CHILD` (when this binary is a child).
 #[test]
 fn child() {
-    let Ok(name) = std::env::var("PREEMPT_TEST_CHILD") else {
+    let Some(name) = requested_app() else {
         return; // the parent run: nothing to do here
     };
     let code = match name.as_str() {
@@ -366,52 +360,9 @@ fn child() {
     std::process::exit(code);
 }
 
-fn privileged() -> bool {
-    use preempt_io::sys::{caps, limits};
-    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
-        || limits::rtprio().is_ok_and(|l| l.allows(4));
-    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
-        || limits::memlock().is_ok_and(|l| l.soft.is_none());
-    nice && lock
-}
-
-fn run_child(app: &str, env: &[(&str, &str)], timeout: Duration) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["child", "--exact", "--nocapture", "--test-threads=1"])
-        .env("PREEMPT_TEST_CHILD", app)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if !privileged() {
-        eprintln!("note: no real-time privileges here; running `{app}` with PREEMPT_SOFT=1");
-        cmd.env("PREEMPT_SOFT", "1");
-    }
-    let mut child = cmd.spawn().unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > timeout {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "child app `{app}` did not finish within {timeout:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        pause(Duration::from_millis(5));
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[test]
 fn rtic_sync_channel_signal_and_arbiter_work_between_async_tasks() {
-    let out = run_child("rtic_sync", &[], Duration::from_secs(30));
+    let out = run_child("rtic_sync", &[], 4, Duration::from_secs(30));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     let expected = [
@@ -427,7 +378,7 @@ fn rtic_sync_channel_signal_and_arbiter_work_between_async_tasks() {
 
 #[test]
 fn timerfd_and_eventfd_tasks_run_on_spinning_levels() {
-    let out = run_child("hw", &[], Duration::from_secs(30));
+    let out = run_child("hw", &[], 4, Duration::from_secs(30));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("eventfd signals: 10\n"), "{stdout}");
@@ -445,6 +396,7 @@ fn summary_and_json_export_at_exit() {
     let out = run_child(
         "summary",
         &[("PREEMPT_STATS_JSON", path.to_str().unwrap())],
+        4,
         Duration::from_secs(30),
     );
     let stdout = text(&out.stdout);
@@ -496,7 +448,7 @@ fn summary_and_json_export_at_exit() {
 
 #[test]
 fn async_periodic_hardware_and_bridge_paths_do_not_allocate() {
-    let out = run_child("no_alloc_tasks", &[], Duration::from_secs(60));
+    let out = run_child("no_alloc_tasks", &[], 4, Duration::from_secs(60));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(
@@ -525,7 +477,7 @@ fn gpio_line_events_bind_to_a_hardware_task() {
         eprintln!("skipped: every line of {} is in use", path.display());
         return;
     }
-    let out = run_child("gpio", &[], Duration::from_secs(30));
+    let out = run_child("gpio", &[], 4, Duration::from_secs(30));
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("gpio line bound and polled"), "{stdout}");

@@ -1,0 +1,96 @@
+//! Running apps and examples in child processes under a watchdog, for the test binaries.
+//!
+//! An app owns process-wide state (memory locking, real-time threads, the exit code), so each
+//! test runs its app in a child: either an example binary, or the test binary itself
+//! re-executed with `PREEMPT_TEST_CHILD=<app>` and the filter `child` (the test binary's
+//! `child` test then runs that app and exits with its code). A watchdog kills a child that
+//! does not finish in time, so a hang fails the test instead of stalling CI. Without
+//! real-time privileges the children run in soft mode (`PREEMPT_SOFT=1`), which exercises the
+//! same queues and locks under SCHED_OTHER; the tests say so on stderr.
+//!
+//! Include it with `#[path = "support/child.rs"] mod child;`.
+
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The environment variable that names the app a re-executed test binary runs.
+pub(crate) const CHILD_ENV: &str = "PREEMPT_TEST_CHILD";
+
+/// Whether this process may run SCHED_FIFO threads up to `max_priority` and lock its memory.
+pub(crate) fn privileged(max_priority: u8) -> bool {
+    use preempt_io::sys::{caps, limits};
+    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
+        || limits::rtprio().is_ok_and(|l| l.allows(u64::from(max_priority)));
+    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
+        || limits::memlock().is_ok_and(|l| l.soft.is_none());
+    nice && lock
+}
+
+/// Sets `PREEMPT_SOFT=1` on `cmd` (and says so) unless this process has the privileges for
+/// an app whose highest priority is `max_priority`.
+pub(crate) fn soft_unless_privileged(cmd: &mut Command, what: &str, max_priority: u8) {
+    if !privileged(max_priority) {
+        eprintln!("note: no real-time privileges here; running `{what}` with PREEMPT_SOFT=1");
+        cmd.env("PREEMPT_SOFT", "1");
+    }
+}
+
+/// Runs `cmd` with its output captured; a child that does not finish in `timeout` is killed
+/// and fails the test with what it printed.
+pub(crate) fn run_with_watchdog(mut cmd: Command, what: &str, timeout: Duration) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > timeout {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "`{what}` did not finish within {timeout:?} (killed)\nstdout:\n{}\nstderr:\n{}",
+                text(&out.stdout),
+                text(&out.stderr)
+            );
+        }
+        pause(Duration::from_millis(5));
+    }
+}
+
+/// Re-executes this test binary to run `app` (see the module docs) with `env` added, soft
+/// unless privileged for `max_priority`, under the watchdog.
+pub(crate) fn run_child(
+    app: &str,
+    env: &[(&str, &str)],
+    max_priority: u8,
+    timeout: Duration,
+) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, app)
+        .envs(env.iter().copied());
+    soft_unless_privileged(&mut cmd, app, max_priority);
+    run_with_watchdog(cmd, &format!("child app {app}"), timeout)
+}
+
+/// The app this process should run, when it is a re-executed child.
+pub(crate) fn requested_app() -> Option<String> {
+    std::env::var(CHILD_ENV).ok()
+}
+
+/// Lossy UTF-8 of captured output.
+pub(crate) fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test helpers: the watchdog's polling and ordinary threads' pacing"
+)]
+/// Sleeps (test code only: never on a real-time path).
+pub(crate) fn pause(d: Duration) {
+    std::thread::sleep(d);
+}
