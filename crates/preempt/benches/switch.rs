@@ -237,9 +237,9 @@ const FIGURE_MODE_ENV: &str = "PREEMPT_EXAMPLE_ITERATIONS";
 fn print_figures(n: u64) -> i32 {
     let mut code = 0;
     for (figure, scenario) in [
-        ("preempt_lock_uncontended", "lock"),
-        ("preempt_lock_uncontended_bare", "lock-bare"),
-        ("preempt_switch_same_bare", "same-bare"),
+        ("lock_uncontended", "lock"),
+        ("lock_uncontended_bare", "lock-bare"),
+        ("switch_same_bare", "same-bare"),
     ] {
         // Listing 1 times from `init`, so app start-up (~10 ms) is inside its figure: keep
         // the switch count at 10 M or more, where it adds about 1 ns.
@@ -249,7 +249,7 @@ fn print_figures(n: u64) -> i32 {
             n
         };
         match measure(scenario, n, false) {
-            Some(ns) => println!("figure={figure} ns_per_op={ns:.3} samples={n}"),
+            Some(ns) => println!("figure=preempt_{figure} ns_per_op={ns:.3} samples={n}"),
             None => code = 1,
         }
     }
