@@ -52,7 +52,9 @@
 //! ready when its round started, so a busy same-priority ping-pong cannot starve spawns
 //! from other threads, timers or fds. Within one spawner, messages run in spawn order.
 //!
-//! Each job runs inside `catch_unwind`: a panicking task is reported with its name and,
+//! Each job runs inside `catch_unwind` (in a round's continuation, one `catch_unwind` covers
+//! many jobs and a panic is attributed to the job that was running): a panicking task is
+//! reported with its name and,
 //! depending on the app's `on_panic`, stops the application or lets the executor go on (its
 //! PCP locks were released by unwinding).
 //!
@@ -204,6 +206,15 @@ impl<M, const N: usize> ReadyRing<M, N> {
         self.len.set(len - 1);
         Some(value)
     }
+}
+
+/// The message of a panic payload (`panic!` with a literal or a formatted string).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(non-string panic payload)")
 }
 
 /// The doorbell word's states (the no-lost-wake-up protocol of `preempt_sync::event`).
@@ -605,13 +616,15 @@ impl<M: Message, const N: usize> Executor<M, N> {
     }
 
     /// Runs one job of task `task` released at `release_ns`; accounts for it. Returns
-    /// `false` to stop the loop.
+    /// `false` to stop the loop. With `CATCH` the job runs inside `catch_unwind`; without,
+    /// a panic unwinds to the caller, which must catch it (the round's continuation does,
+    /// once for many jobs).
     #[inline(always)]
     #[allow(
         clippy::too_many_arguments,
         reason = "one call site per release path; a struct would only rename them"
     )]
-    fn run_job(
+    fn run_job<const CATCH: bool>(
         &self,
         task: usize,
         kind: MsgKind,
@@ -638,7 +651,11 @@ impl<M: Message, const N: usize> Executor<M, N> {
         }
         self.last_task.set(task);
         let enclosing = if traced { sim::begin_job() } else { 0 };
-        let outcome = catch_unwind(AssertUnwindSafe(job));
+        let outcome = if CATCH {
+            catch_unwind(AssertUnwindSafe(job))
+        } else {
+            Ok(job())
+        };
         let preempted_ns = if traced { sim::end_job(enclosing) } else { 0 };
         let end_ns = if timed {
             let t = driver::stamp_ns();
@@ -651,12 +668,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let dispatched = match outcome {
             Ok(d) => d,
             Err(payload) => {
-                let text = payload
-                    .downcast_ref::<&str>()
-                    .copied()
-                    .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-                    .unwrap_or("(non-string panic payload)");
-                return (control.on_panic)(tc.name, self.priority, text);
+                return (control.on_panic)(tc.name, self.priority, panic_text(&*payload));
             }
         };
         if !timed {
@@ -731,7 +743,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
     }
 
     #[inline(always)]
-    fn run_message(
+    fn run_message<const CATCH: bool>(
         &self,
         stamped: Stamped<M>,
         clock: &mut Option<u64>,
@@ -740,7 +752,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let Stamped { release_ns, msg } = stamped;
         let task = msg.task();
         let kind = msg.kind();
-        self.run_job(task, kind, release_ns, None, clock, control, move || {
+        self.run_job::<CATCH>(task, kind, release_ns, None, clock, control, move || {
             msg.dispatch()
         })
     }
@@ -782,7 +794,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
             // SAFETY: executor thread only, no other reference to the count is alive.
             unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
             ran += 1;
-            if !self.run_message(stamped, clock, control) {
+            if !self.run_message::<true>(stamped, clock, control) {
                 return (ran, false);
             }
             if ran >= budget {
@@ -798,7 +810,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 .inbox
                 .fetch_sub(1, Ordering::Relaxed);
             ran += 1;
-            if !self.run_message(stamped, clock, control) {
+            if !self.run_message::<true>(stamped, clock, control) {
                 return (ran, false);
             }
             if ran >= budget {
@@ -835,19 +847,60 @@ impl<M: Message, const N: usize> Executor<M, N> {
         // anyway, and skipping its bookkeeping is what makes a same-priority spawn cheap.
         // Any other source (a remote spawn, a timer, a delay, a periodic or hardware task,
         // a stop request) ends the round as before.
-        while self.only_ring_has_work() && !control.stop.load(Ordering::Relaxed) {
-            // SAFETY: executor thread only (see `round`'s contract).
-            let Some(stamped) = (unsafe { self.ready.pop() }) else {
-                break;
-            };
-            // SAFETY: executor thread only, no other reference to the count is alive.
-            unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
-            ran += 1;
-            if !self.run_message(stamped, &mut clock, control) {
-                return (ran, false);
+        if sim::active() {
+            // The simulator brackets every job (`sim::begin_job`/`end_job`): catch per job.
+            while self.only_ring_has_work() && !control.stop.load(Ordering::Relaxed) {
+                // SAFETY: executor thread only (see `round`'s contract).
+                let Some(stamped) = (unsafe { self.ready.pop() }) else {
+                    break;
+                };
+                // SAFETY: executor thread only, no other reference to the count is alive.
+                unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
+                ran += 1;
+                if !self.run_message::<true>(stamped, &mut clock, control) {
+                    return (ran, false);
+                }
+                if ran >= budget {
+                    return (ran, true);
+                }
             }
-            if ran >= budget {
-                return (ran, true);
+        } else {
+            // One `catch_unwind` around the whole continuation instead of one per job; a
+            // panic is attributed to `last_task`, the job that was running.
+            loop {
+                let mut go_on = true;
+                let caught = catch_unwind(AssertUnwindSafe(|| {
+                    while self.only_ring_has_work() && !control.stop.load(Ordering::Relaxed) {
+                        // SAFETY: executor thread only (see `round`'s contract).
+                        let Some(stamped) = (unsafe { self.ready.pop() }) else {
+                            return;
+                        };
+                        // SAFETY: executor thread only, no other reference to the count is
+                        // alive.
+                        unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
+                        ran += 1;
+                        if !self.run_message::<false>(stamped, &mut clock, control) {
+                            go_on = false;
+                            return;
+                        }
+                        if ran >= budget {
+                            return;
+                        }
+                    }
+                }));
+                match caught {
+                    Ok(()) if !go_on => return (ran, false),
+                    Ok(()) if ran >= budget => return (ran, true),
+                    Ok(()) => break,
+                    Err(payload) => {
+                        // The panicking job left no end stamp: the next job reads the clock.
+                        clock = None;
+                        let tc = &self.tasks[self.last_task.get()];
+                        if !(control.on_panic)(tc.name, self.priority, panic_text(&*payload)) {
+                            return (ran, false);
+                        }
+                    }
+                }
             }
         }
         // An empty timer queue needs no look into its heap (a push counts before it rings).
@@ -874,7 +927,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                         .timed
                         .fetch_sub(1, Ordering::Relaxed);
                     ran += 1;
-                    if !self.run_message(stamped, &mut clock, control) {
+                    if !self.run_message::<true>(stamped, &mut clock, control) {
                         return (ran, false);
                     }
                     if ran >= budget {
@@ -921,7 +974,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 }
                 let deadline = due.release_ns + policy.deadline_ns;
                 ran += 1;
-                if !self.run_job(
+                if !self.run_job::<true>(
                     i,
                     MsgKind::Job,
                     due.release_ns,
@@ -943,7 +996,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 continue;
             }
             ran += 1;
-            if !self.run_job(
+            if !self.run_job::<true>(
                 i,
                 MsgKind::Job,
                 tc.local.next_ns.get(),

@@ -234,6 +234,65 @@ mod panic_continue {
     }
 }
 
+/// Panics of jobs spawned on their own level (they run in the round's continuation, under
+/// one `catch_unwind` for many jobs) are reported with the right task and policy.
+#[preempt::app(main = false, on_panic = continue)]
+mod panic_same_level_continue {
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        first::spawn().unwrap();
+        (Shared {}, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 1)]
+    fn first(_: first::Context) {
+        boom::spawn(0).unwrap();
+        boom::spawn(1).unwrap();
+    }
+
+    #[task(priority = 1, capacity = 2)]
+    fn boom(_: boom::Context, n: u32) {
+        if n == 0 {
+            panic!("boom {n}");
+        }
+        println!("boom {n} ran");
+        last::spawn().unwrap();
+    }
+
+    #[task(priority = 1)]
+    fn last(_: last::Context) {
+        println!("last ran");
+        preempt::exit(0);
+    }
+}
+
+/// The same with the default policy: the app stops with 101 at the first panic.
+#[preempt::app(main = false)]
+mod panic_same_level_stop {
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        first::spawn().unwrap();
+        (Shared {}, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 1)]
+    fn first(_: first::Context) {
+        boom::spawn().unwrap();
+        after::spawn().unwrap();
+    }
+
+    #[task(priority = 1)]
+    fn boom(_: boom::Context) {
+        panic!("boom on the ring");
+    }
+
+    #[task(priority = 1)]
+    fn after(_: after::Context) {
+        println!("after ran");
+        preempt::exit(0);
+    }
+}
+
 /// A full queue gives the arguments back; timed spawns run in release order.
 #[preempt::app(main = false)]
 mod queues {
@@ -360,6 +419,8 @@ fn child() {
         "threads" => threads::run(),
         "panic_stop" => panic_stop::run(),
         "panic_continue" => panic_continue::run(),
+        "panic_same_level_continue" => panic_same_level_continue::run(),
+        "panic_same_level_stop" => panic_same_level_stop::run(),
         "queues" => queues::run(),
         "no_alloc" => no_alloc::run(),
         other => panic!("unknown child app {other}"),
@@ -414,6 +475,28 @@ fn a_panicking_task_stops_the_app_by_default() {
     assert_eq!(out.status.code(), Some(101), "{stderr}");
     assert!(
         stderr.contains("preempt: task `boom` (priority 1) panicked: boom"),
+        "{stderr}"
+    );
+    assert!(!text(&out.stdout).contains("after ran"));
+}
+
+#[test]
+fn panics_of_same_level_spawns_follow_the_policy() {
+    let out = run_child("panic_same_level_continue", &[], 3, Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("preempt: task `boom` (priority 1) panicked: boom 0"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("boom 1 ran\nlast ran\n"), "{stdout}");
+
+    let out = run_child("panic_same_level_stop", &[], 3, Duration::from_secs(30));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(101), "{stderr}");
+    assert!(
+        stderr.contains("preempt: task `boom` (priority 1) panicked: boom on the ring"),
         "{stderr}"
     );
     assert!(!text(&out.stdout).contains("after ran"));
