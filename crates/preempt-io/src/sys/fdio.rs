@@ -1,4 +1,4 @@
-//! Plain descriptor I/O: `read`, `write`, `pread`, `pwrite`, `fstat`, `fcntl(O_NONBLOCK)`,
+//! Plain descriptor I/O: `pipe`, `read`, `write`, `pread`, `pwrite`, `fstat`, `fcntl(O_NONBLOCK)`,
 //! plus the process-wide CPU and context-switch counters the RTIO benchmark reads.
 //!
 //! These are the "bus transfers" of the thread-based sensor reader and of the epoll RTIO
@@ -17,7 +17,7 @@
 //! ```
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 fn retry(mut f: impl FnMut() -> isize) -> io::Result<usize> {
     loop {
@@ -35,6 +35,18 @@ fn retry(mut f: impl FnMut() -> isize) -> io::Result<usize> {
 fn offset(off: u64) -> io::Result<libc::off_t> {
     libc::off_t::try_from(off)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset exceeds off_t"))
+}
+
+/// Creates a pipe with both ends close-on-exec; returns `(read end, write end)`.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1; 2];
+    // SAFETY: `fds` is a valid, writable array of two c_ints, as pipe2 requires.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    debug_assert!(fds[0] >= 0 && fds[1] >= 0);
+    // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// `read(2)` into `buf`; returns the byte count (0 = end of file).
@@ -212,6 +224,15 @@ pub fn process_context_switches() -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipe_carries_bytes() {
+        let (r, w) = pipe().unwrap();
+        assert_eq!(write(w.as_fd(), b"abc").unwrap(), 3);
+        let mut buf = [0u8; 8];
+        assert_eq!(read(r.as_fd(), &mut buf).unwrap(), 3);
+        assert_eq!(&buf[..3], b"abc");
+    }
     use std::os::fd::AsFd;
 
     #[test]

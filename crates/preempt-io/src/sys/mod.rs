@@ -21,6 +21,7 @@ pub mod memfd;
 pub mod process;
 pub mod sched;
 pub mod serial;
+pub mod signal;
 pub mod socket;
 pub mod thread;
 pub mod timerfd;
