@@ -26,7 +26,7 @@ use anyhow::{Context, Result};
 use preempt_io::sys::clock::{ClockId, monotonic_now_ns, sleep_until_ns};
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::timerfd::TimerFd;
-use preempt_io::sys::{fdio, gpio, mem, sched};
+use preempt_io::sys::{fdio, gpio, mem, sched, signal};
 
 use crate::cli::SourceArg;
 use crate::config::{PolicyConfig, StressConfig};
@@ -34,7 +34,6 @@ use crate::error::{PrivilegeError, policy_error};
 use crate::results::{Distribution, WakeupCase, WakeupResult};
 use crate::stats::histogram::Histogram;
 use crate::stress::{self, StressGuard};
-use crate::sys_extra;
 
 /// Timestamp value that tells the waiter to quit.
 const QUIT: u64 = u64::MAX;
@@ -178,10 +177,10 @@ impl Channel {
         Ok(match source {
             SourceArg::Eventfd => Channel::Eventfd(EventFd::new(0, false).context("eventfd")?),
             SourceArg::Pipe => {
-                let (read, write) = sys_extra::pipe().context("pipe")?;
+                let (read, write) = fdio::pipe().context("pipe")?;
                 Channel::Pipe { read, write }
             }
-            SourceArg::Signal => Channel::Signal(sys_extra::sigrtmin() + 1),
+            SourceArg::Signal => Channel::Signal(signal::sigrtmin() + 1),
             SourceArg::Timerfd => {
                 Channel::Timer(TimerFd::new(ClockId::Monotonic, false).context("timerfd")?)
             }
@@ -211,7 +210,7 @@ impl Channel {
         match self {
             Channel::Eventfd(e) => e.write(1),
             Channel::Pipe { write, .. } => fdio::write(write.as_fd(), &[1]).map(|_| ()),
-            Channel::Signal(sig) => sys_extra::signal_thread(waiter_tid, *sig),
+            Channel::Signal(sig) => signal::signal_thread(waiter_tid, *sig),
             Channel::Timer(_) => Ok(()),
             // Rising edge (the event), then low again (falling edges are not requested).
             Channel::Gpio { out, .. } => out.set_values(1, 1).and_then(|()| out.set_values(0, 1)),
@@ -226,7 +225,7 @@ impl Channel {
                 let mut b = [0u8; 1];
                 fdio::read(read.as_fd(), &mut b).map(|_| ())
             }
-            Channel::Signal(sig) => sys_extra::wait_signal(*sig),
+            Channel::Signal(sig) => signal::wait_signal(*sig),
             Channel::Timer(t) => t.read_expirations().map(|_| ()),
             Channel::Gpio { input, .. } => {
                 let mut events = [gpio::LineEvent::default(); 1];
@@ -267,8 +266,7 @@ fn run_case(
             .spawn_scoped(s, || -> Result<(), String> {
                 let setup = setup_thread(cfg.waiter_cpu, cfg.priority).and_then(|()| {
                     if let Channel::Signal(sig) = channel {
-                        sys_extra::block_signal(sig)
-                            .map_err(|e| format!("pthread_sigmask: {e}"))?;
+                        signal::block_signal(sig).map_err(|e| format!("pthread_sigmask: {e}"))?;
                     }
                     Ok(())
                 });
