@@ -29,6 +29,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<u8> {
         Command::Matrix(a) => cmd_matrix(&a, argv),
         Command::Wakeup(a) => cmd_wakeup(&a, argv),
         Command::Micro(a) => crate::micro::run(&a, argv),
+        Command::RtioBench(a) => crate::rtio::run(&a, argv),
         Command::Report(a) => crate::report::run(&a),
         Command::Compare(a) => crate::compare::run(&a),
         Command::History(a) => crate::history::run(&a),

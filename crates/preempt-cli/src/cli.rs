@@ -35,6 +35,11 @@ pub enum Command {
     Wakeup(WakeupArgs),
     /// Microbenchmarks (NXP and Zephyr sets) as distributions in ns and CPU cycles.
     Micro(crate::micro::Args),
+    /// The Zephyr RTIO talk's table: an IMU at 3200/6400 Hz plus extra sensors, read by one
+    /// thread per sensor vs one RTIO (io_uring) context, against the imu-sim simulator: CPU
+    /// load, latency, jitter, missed events; --sweep finds each design's break point.
+    #[command(name = "rtio-bench", after_help = preempt_rtio_bench::cli::ABOUT)]
+    RtioBench(crate::rtio::RtioBenchArgs),
     /// Turn result files into a self-contained HTML report with plots.
     Report(crate::report::Args),
     /// Compare result files side by side, or gate a CI run against a baseline.

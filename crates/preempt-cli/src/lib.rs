@@ -8,6 +8,7 @@
 //! - [`cli`] → [`config`]: raw flags, then validated configurations;
 //! - [`check`]: the readiness audit;
 //! - [`measure`]: `latency`, `matrix` and `wakeup`, on real threads, clocks and timers;
+//! - [`rtio`]: `rtio-bench`, the thread-vs-RTIO IMU benchmark of `preempt-rtio-bench`;
 //! - [`stress`]: built-in stressors with a bounded lifetime;
 //! - [`stats`]: the allocation-free histogram and percentile summaries;
 //! - [`results`] and [`export`]: the one results schema and its JSON/CSV exporters;
@@ -29,6 +30,7 @@ pub mod procfs;
 pub mod progress;
 pub mod report;
 pub mod results;
+pub mod rtio;
 pub mod stats;
 pub mod stress;
 pub mod sys_extra;

@@ -9,9 +9,12 @@
 //! input (two latency runs in one directory) is qualified with its load, e.g.
 //! `latency/all (idle)`.
 //!
+//! `preempt rtio-bench` results have no histograms: their table's numbers are compared as
+//! plain *quantities* with ratios ([`rtio`]), in a second table.
+//!
 //! Regression mode: `--baseline FILE --max-ratio p99=1.2,max=2` compares every input with the
 //! baseline and exits with [`EXIT_REGRESSION`] naming each figure and metric whose ratio
-//! exceeds its limit.
+//! exceeds its limit (for rtio-bench cells: their latency p50, p99 and max).
 //!
 //! ```
 //! use preempt_cli::compare::{Metric, parse_limits};
@@ -21,6 +24,7 @@
 //! ```
 
 pub mod cyclictest;
+pub mod rtio;
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -203,6 +207,8 @@ pub struct Run {
     pub source: String,
     /// Figures, keys unique.
     pub figures: Vec<Figure>,
+    /// Plain numbers (rtio-bench cells and break points), `(key, quantity)` unique.
+    pub scalars: Vec<rtio::Scalar>,
 }
 
 fn fig(key: String, qualifier: &str, dist: Option<&Distribution>, summary: Summary) -> Figure {
@@ -266,6 +272,8 @@ pub fn figures_of(i: &Input) -> Vec<Figure> {
                     }
                 }
             }
+            // No distributions: its numbers are quantities (`rtio::scalars_of`).
+            RunResult::RtioBench(_) => {}
         },
         Loaded::Micro(m) => {
             let q = if m.micro().stress.is_empty() {
@@ -351,10 +359,17 @@ pub fn load_run(arg: &str, history: &HistoryArgs) -> Result<Run> {
             .map_or(arg.to_string(), |n| n.to_string_lossy().into_owned())
     };
     let figures = disambiguate(inputs.iter().flat_map(figures_of).collect());
+    let scalars = rtio::disambiguate(
+        inputs
+            .iter()
+            .map(|i| (i.label.clone(), rtio::scalars_of(i)))
+            .collect(),
+    );
     Ok(Run {
         label,
         source: arg.to_string(),
         figures,
+        scalars,
     })
 }
 
@@ -458,13 +473,7 @@ pub fn gate(baseline: &Run, run: &Run, limits: &[(Metric, f64)]) -> (Vec<Regress
         for &(m, limit) in limits {
             let (bv, v) = (m.of(&b.summary), m.of(&f.summary));
             checked += 1;
-            let ratio = if bv > 0.0 {
-                v / bv
-            } else if v > 0.0 {
-                f64::INFINITY
-            } else {
-                1.0
-            };
+            let ratio = ratio_of(bv, v);
             if ratio > limit {
                 out.push(Regression {
                     run: run.label.clone(),
@@ -478,7 +487,49 @@ pub fn gate(baseline: &Run, run: &Run, limits: &[(Metric, f64)]) -> (Vec<Regress
             }
         }
     }
+    // rtio-bench cells: their latency quantities under the p50/p99/max limits.
+    for b in &baseline.scalars {
+        let Some(m) = b.quantity.metric() else {
+            continue;
+        };
+        let Some(f) = run
+            .scalars
+            .iter()
+            .find(|s| s.key == b.key && s.quantity == b.quantity)
+        else {
+            continue;
+        };
+        for &(lm, limit) in limits {
+            if lm != m {
+                continue;
+            }
+            checked += 1;
+            let ratio = ratio_of(b.value, f.value);
+            if ratio > limit {
+                out.push(Regression {
+                    run: run.label.clone(),
+                    figure: b.key.clone(),
+                    metric: m,
+                    baseline_ns: b.value,
+                    value_ns: f.value,
+                    ratio,
+                    limit,
+                });
+            }
+        }
+    }
     (out, checked)
+}
+
+/// `v / base` for the gate: a rise from 0 is infinitely worse, 0 to 0 is no change.
+fn ratio_of(base: f64, v: f64) -> f64 {
+    if base > 0.0 {
+        v / base
+    } else if v > 0.0 {
+        f64::INFINITY
+    } else {
+        1.0
+    }
 }
 
 fn ratio_text(r: Option<f64>) -> String {
@@ -522,6 +573,8 @@ pub fn run(args: &Args) -> Result<u8> {
         }
     }
     let table = rows(&runs, &metrics, &args.only);
+    let scalar_sets: Vec<&[rtio::Scalar]> = runs.iter().map(|r| r.scalars.as_slice()).collect();
+    let quantities = rtio::rows(&scalar_sets, &args.only);
     let mut regressions = Vec::new();
     let mut checked = 0;
     if args.baseline.is_some() && !limits.is_empty() {
@@ -538,19 +591,19 @@ pub fn run(args: &Args) -> Result<u8> {
             regressions.extend(reg);
         }
     }
-    if table.is_empty() && limits.is_empty() {
+    if table.is_empty() && quantities.is_empty() && limits.is_empty() {
         bail!(
             "the runs have no figure in common (figures: {})",
             runs.iter()
-                .map(|r| format!(
-                    "{}: {}",
-                    r.label,
-                    r.figures
-                        .iter()
-                        .map(|f| f.key.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
+                .map(|r| {
+                    let mut keys: Vec<&str> = r.figures.iter().map(|f| f.key.as_str()).collect();
+                    for s in &r.scalars {
+                        if !keys.contains(&s.key.as_str()) {
+                            keys.push(&s.key);
+                        }
+                    }
+                    format!("{}: {}", r.label, keys.join(", "))
+                })
                 .collect::<Vec<_>>()
                 .join("; ")
         );
@@ -561,6 +614,7 @@ pub fn run(args: &Args) -> Result<u8> {
         struct Doc<'a> {
             runs: Vec<&'a str>,
             rows: &'a [Row],
+            quantities: &'a [rtio::ScalarRow],
             regressions: &'a [Regression],
             checked: usize,
         }
@@ -569,16 +623,17 @@ pub fn run(args: &Args) -> Result<u8> {
             &Doc {
                 runs: runs.iter().map(|r| r.label.as_str()).collect(),
                 rows: &table,
+                quantities: &quantities,
                 regressions: &regressions,
                 checked,
             },
         )?;
         writeln!(out)?;
     } else {
-        print_table(&mut out, &runs, &table)?;
+        print_table(&mut out, &runs, &table, &quantities)?;
     }
     if let Some(p) = &args.html {
-        let page = html_page(&runs, &table, &regressions)?;
+        let page = html_page(&runs, &table, &quantities, &regressions)?;
         crate::export::write_atomically(p, page.as_bytes())?;
         eprintln!("preempt: comparison written to {}", p.display());
     }
@@ -608,14 +663,13 @@ pub fn run(args: &Args) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-fn print_table(out: &mut impl Write, runs: &[Run], rows: &[Row]) -> Result<()> {
-    let w = rows
-        .iter()
-        .map(|r| r.figure.len())
-        .max()
-        .unwrap_or(6)
-        .max(6);
-    write!(out, "{:<w$}  {:<6}", "figure", "metric")?;
+fn print_header(
+    out: &mut impl Write,
+    runs: &[Run],
+    w: usize,
+    (second, w2): (&str, usize),
+) -> Result<()> {
+    write!(out, "{:<w$}  {second:<w2$}", "figure")?;
     for (i, r) in runs.iter().enumerate() {
         write!(out, "  {:>12}", truncate(&r.label, 12))?;
         if i > 0 {
@@ -623,15 +677,59 @@ fn print_table(out: &mut impl Write, runs: &[Run], rows: &[Row]) -> Result<()> {
         }
     }
     writeln!(out)?;
-    for row in rows {
-        write!(out, "{:<w$}  {:<6}", row.figure, row.metric.name())?;
-        for (i, (v, r)) in row.values_ns.iter().zip(&row.ratios).enumerate() {
-            write!(out, "  {:>12}", v.map_or("–".into(), fmt_ns))?;
-            if i > 0 {
-                write!(out, "  {:>7}", ratio_text(*r))?;
+    Ok(())
+}
+
+fn print_table(
+    out: &mut impl Write,
+    runs: &[Run],
+    rows: &[Row],
+    quantities: &[rtio::ScalarRow],
+) -> Result<()> {
+    if !rows.is_empty() || quantities.is_empty() {
+        let w = rows
+            .iter()
+            .map(|r| r.figure.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        print_header(out, runs, w, ("metric", 6))?;
+        for row in rows {
+            write!(out, "{:<w$}  {:<6}", row.figure, row.metric.name())?;
+            for (i, (v, r)) in row.values_ns.iter().zip(&row.ratios).enumerate() {
+                write!(out, "  {:>12}", v.map_or("–".into(), fmt_ns))?;
+                if i > 0 {
+                    write!(out, "  {:>7}", ratio_text(*r))?;
+                }
             }
+            writeln!(out)?;
         }
-        writeln!(out)?;
+    }
+    if !quantities.is_empty() {
+        if !rows.is_empty() {
+            writeln!(out)?;
+        }
+        let w = quantities
+            .iter()
+            .map(|r| r.figure.len())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        print_header(out, runs, w, ("quantity", 14))?;
+        for row in quantities {
+            write!(out, "{:<w$}  {:<14}", row.figure, row.quantity.name())?;
+            for (i, (v, r)) in row.values.iter().zip(&row.ratios).enumerate() {
+                write!(
+                    out,
+                    "  {:>12}",
+                    v.map_or("–".into(), |v| row.quantity.format(v))
+                )?;
+                if i > 0 {
+                    write!(out, "  {:>7}", ratio_text(*r))?;
+                }
+            }
+            writeln!(out)?;
+        }
     }
     for (i, r) in runs.iter().enumerate() {
         writeln!(out, "[{}] {} = {}", i + 1, r.label, r.source)?;
@@ -647,8 +745,31 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
+/// The ratio cell of a comparison: red when more than 1.2x worse, green when more than 1.2x
+/// better (`higher_is_better` flips the sense).
+fn ratio_cell(r: Option<f64>, higher_is_better: bool) -> Cell {
+    let r2 = r.map(|r| {
+        if higher_is_better && r > 0.0 {
+            1.0 / r
+        } else {
+            r
+        }
+    });
+    let class = match r2 {
+        Some(r) if r > 1.2 => "fail",
+        Some(r) if r < 1.0 / 1.2 => "pass",
+        _ => "num",
+    };
+    cls(ratio_text(r), class)
+}
+
 /// The comparison as a self-contained HTML page.
-pub fn html_page(runs: &[Run], rows: &[Row], regressions: &[Regression]) -> Result<String> {
+pub fn html_page(
+    runs: &[Run],
+    rows: &[Row],
+    quantities: &[rtio::ScalarRow],
+    regressions: &[Regression],
+) -> Result<String> {
     let mut body = String::new();
     let mut headers = vec!["figure".to_string(), "metric".to_string()];
     for (i, r) in runs.iter().enumerate() {
@@ -664,12 +785,7 @@ pub fn html_page(runs: &[Run], rows: &[Row], regressions: &[Regression]) -> Resu
             for (i, (v, r)) in row.values_ns.iter().zip(&row.ratios).enumerate() {
                 c.push(num(v.map_or("–".into(), fmt_ns)));
                 if i > 0 {
-                    let class = match r {
-                        Some(r) if *r > 1.2 => "fail",
-                        Some(r) if *r < 1.0 / 1.2 => "pass",
-                        _ => "num",
-                    };
-                    c.push(cls(ratio_text(*r), class));
+                    c.push(ratio_cell(*r, false));
                 }
             }
             c
@@ -681,7 +797,30 @@ pub fn html_page(runs: &[Run], rows: &[Row], regressions: &[Regression]) -> Resu
         html::esc(&runs[0].label)
     );
     let h: Vec<&str> = headers.iter().map(String::as_str).collect();
-    body.push_str(&html::table(&h, &cells));
+    if !rows.is_empty() || quantities.is_empty() {
+        body.push_str(&html::table(&h, &cells));
+    }
+    if !quantities.is_empty() {
+        let q: Vec<Vec<Cell>> = quantities
+            .iter()
+            .map(|row| {
+                let mut c = vec![td(&row.figure), td(row.quantity.name())];
+                for (i, (v, r)) in row.values.iter().zip(&row.ratios).enumerate() {
+                    c.push(num(v.map_or("–".into(), |v| row.quantity.format(v))));
+                    if i > 0 {
+                        c.push(ratio_cell(*r, row.quantity.higher_is_better()));
+                    }
+                }
+                c
+            })
+            .collect();
+        let mut qh = h.clone();
+        qh[1] = "quantity";
+        body.push_str(
+            "<h3>rtio-bench</h3>\n<p>Every number of the thread-vs-RTIO table (and each sweep's largest sustained workload, where higher is better), per cell.</p>\n",
+        );
+        body.push_str(&html::table(&qh, &q));
+    }
     if !regressions.is_empty() {
         let r: Vec<Vec<Cell>> = regressions
             .iter()
@@ -780,6 +919,7 @@ mod tests {
                     cycles: None,
                 })
                 .collect(),
+            scalars: Vec::new(),
         }
     }
 

@@ -1,5 +1,6 @@
-//! The CSV exporter: one row per measured unit (thread, matrix cell, wake-up case or check
-//! item), with units in the column names, for spreadsheets and `pandas.read_csv`.
+//! The CSV exporter: one row per measured unit (thread, matrix cell, wake-up case, check
+//! item, rtio-bench cell or break point), with units in the column names, for spreadsheets
+//! and `pandas.read_csv`.
 //!
 //! The raw histograms are only in the JSON export (a CSV table has no room for nested data);
 //! per-sample data is what `--trace-samples` writes.
@@ -168,6 +169,13 @@ impl Exporter for CsvExporter {
                     ];
                     row.extend(summary_fields(c.latency.as_ref().map(|d| &d.summary)));
                     row.push(c.skipped.clone().unwrap_or_default());
+                    w.write_record(&row)?;
+                }
+            }
+            RunResult::RtioBench(r) => {
+                let (header, rows) = r.csv_table();
+                w.write_record(&header)?;
+                for row in rows {
                     w.write_record(&row)?;
                 }
             }

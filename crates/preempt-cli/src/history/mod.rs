@@ -158,6 +158,7 @@ pub fn headline(r: &Recordable<'_>) -> String {
                     worst.map(us).unwrap_or_else(|| "-".into())
                 )
             }
+            RunResult::RtioBench(r) => r.headline(),
         },
     }
 }

@@ -22,7 +22,7 @@ use crate::results::{ResultFile, RunResult, SCHEMA_VERSION};
 /// What a file holds.
 #[derive(Debug, Clone)]
 pub enum Loaded {
-    /// A preempt result (`check`, `latency`, `matrix`, `wakeup`).
+    /// A preempt result (`check`, `latency`, `matrix`, `wakeup`, `rtio_bench`).
     Result(Box<ResultFile>),
     /// A `preempt micro` result.
     Micro(Box<MicroFile>),
@@ -31,7 +31,8 @@ pub enum Loaded {
 }
 
 impl Loaded {
-    /// The kind tag: `check`, `latency`, `matrix`, `wakeup`, `micro` or `cyclictest`.
+    /// The kind tag: `check`, `latency`, `matrix`, `wakeup`, `rtio_bench`, `micro` or
+    /// `cyclictest`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Result(r) => r.result.kind(),

@@ -1,13 +1,14 @@
 //! `preempt report`: one self-contained HTML page from result files, answering "how
 //! real-time is this machine, and what does each primitive cost here?".
 //!
-//! Reads any mix of `check`, `latency`, `matrix`, `wakeup` and `micro` results (files or
-//! directories, see [`input`]) and optional `--trace` files (the per-cycle CSV of
+//! Reads any mix of `check`, `latency`, `matrix`, `wakeup`, `micro` and `rtio_bench` results
+//! (files or directories, see [`input`]) and optional `--trace` files (the per-cycle CSV of
 //! `preempt latency --trace-samples`), and writes into `--out DIR`:
 //! - `index.html`: summary cards and verdict, the readiness check, latency histograms on a log
 //!   count axis, exceedance curves, per-CPU histograms, latency per iteration, box plots per
 //!   policy × stress, wake-up latency, microbenchmark tables in ns and cycles with the timing
-//!   overhead beside each figure, validity ledgers, warnings and system info;
+//!   overhead beside each figure, the thread-vs-RTIO table of `rtio-bench` (and its break
+//!   points), validity ledgers, warnings and system info;
 //! - `plots/*.svg` and `plots/*.png`: every figure as a file for papers.
 //!
 //! Every number on the page comes from the input files (nothing is re-measured), and the
@@ -17,6 +18,7 @@
 pub mod html;
 pub mod input;
 pub mod plots;
+mod rtio;
 pub mod sample;
 pub mod suite;
 
@@ -40,7 +42,8 @@ use crate::stats::summary::{Summary, us};
 /// `preempt report`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// Result files (JSON from check, latency, matrix, wakeup, micro) or directories of them.
+    /// Result files (JSON from check, latency, matrix, wakeup, micro, rtio-bench) or
+    /// directories of them.
     #[arg(required = true, value_name = "FILE|DIR")]
     pub inputs: Vec<PathBuf>,
     /// Output directory (created; index.html and plots/ are replaced).
@@ -386,6 +389,11 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
             wakeup_section(&mut b, i, w)?;
         }
     }
+    for (i, r) in &results {
+        if let RunResult::RtioBench(x) = &r.result {
+            rtio::section(&mut b, i, r, x)?;
+        }
+    }
     for (i, m) in &micros {
         micro_section(&mut b, i, m)?;
     }
@@ -536,6 +544,13 @@ fn summary_section(
                         us(d.summary.p99_ns)
                     ),
                 ));
+            }
+        }
+    }
+    for (_, r) in results {
+        if let RunResult::RtioBench(x) = &r.result {
+            for (k, v, s) in rtio::cards(x) {
+                cards.push_str(&card(&k, &v, &s));
             }
         }
     }

@@ -526,6 +526,81 @@ pub fn time_series(title: &str, series: &[TimeSeries]) -> Result<String> {
     })
 }
 
+/// One group of bars: a legend and one value per category (`None`: no bar).
+#[derive(Debug, Clone)]
+pub struct BarSeries {
+    /// Legend, e.g. the design.
+    pub label: String,
+    /// One value per category, in category order.
+    pub values: Vec<Option<f64>>,
+}
+
+/// Grouped vertical bars on a linear axis from 0: one slot per category, one bar per series
+/// inside it (the rtio-bench CPU figures: thread vs RTIO per row of the table).
+pub fn bars(
+    title: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[BarSeries],
+) -> Result<String> {
+    svg_chart(|root| {
+        let hi = series
+            .iter()
+            .flat_map(|s| s.values.iter().flatten())
+            .fold(0.0f64, |a, &v| a.max(v));
+        if categories.is_empty() || hi <= 0.0 {
+            return no_data(root, title);
+        }
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .margin_right(36)
+            .x_label_area_size(56)
+            .y_label_area_size(56)
+            // Headroom keeps the legend off the bars.
+            .build_cartesian_2d(-0.5f64..(categories.len() as f64 - 0.5), 0.0..hi * 1.3)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .disable_x_mesh()
+            .x_labels(categories.len() * 2 + 1)
+            .x_label_formatter(&|v| {
+                let i = v.round();
+                if (v - i).abs() < 1e-6 && i >= 0.0 {
+                    categories.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .x_label_style(("sans-serif", 12))
+            .y_desc(y_desc)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+        let width = 0.8 / series.len().max(1) as f64;
+        for (si, s) in series.iter().enumerate() {
+            let c = color(si);
+            let rects: Vec<Rectangle<(f64, f64)>> = s
+                .values
+                .iter()
+                .enumerate()
+                .filter_map(|(ci, v)| {
+                    let x0 = ci as f64 - 0.4 + si as f64 * width;
+                    v.map(|v| Rectangle::new([(x0, 0.0), (x0 + width * 0.9, v)], c.filled()))
+                })
+                .collect();
+            chart
+                .draw_series(rects)
+                .map_err(err)?
+                .label(s.label.clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+        }
+        legend(&mut chart)
+    })
+}
+
 /// A microbenchmark range: min, p50, p99, max in ns.
 #[derive(Debug, Clone)]
 pub struct Range {

@@ -454,6 +454,141 @@ pub fn micro() -> MicroFile {
     }
 }
 
+/// The extra-stream rows of the talk's table with their rates.
+const RTIO_ROWS: [(&str, &[u32]); 5] = [
+    ("none", &[]),
+    ("1@100Hz", &[100]),
+    ("2@100Hz", &[100, 100]),
+    ("1@400Hz", &[400]),
+    ("2@400Hz", &[400, 400]),
+];
+
+fn rtio_file(r: crate::results::rtio::RtioBenchResult) -> ResultFile {
+    let mut f = ResultFile::new(sysinfo(), RunResult::RtioBench(Box::new(r)));
+    f.started_unix_ms = 1_767_225_600_000;
+    f.elapsed_ns = 30_000_000_000;
+    f.warnings = vec![WarningRecord {
+        code: "simulator-overruns".into(),
+        message: "imu-sim served 12 timer ticks late".into(),
+        hint: "give the simulator a CPU of its own".into(),
+    }];
+    f
+}
+
+fn rtio_settings(mode: &str) -> crate::results::rtio::RtioSettings {
+    crate::results::rtio::RtioSettings {
+        mode: mode.into(),
+        duration_per_cell_ns: 2_500_000_000,
+        work_us: 0,
+        odrs_hz: vec![3200, 6400],
+        buses: vec!["spi".into()],
+        bus_ns_per_byte: 800,
+        consumer_cpu: 1,
+        sim_cpu: 0,
+        priority: 80,
+        backend: "auto".into(),
+    }
+}
+
+/// An `rtio-bench` table run on the SPI bus: both ODRs × the talk's five rows × both designs,
+/// with numbers shaped like a real run (RTIO: less CPU and jitter; threads miss events at
+/// 6400 Hz + 2@400Hz).
+pub fn rtio_bench() -> ResultFile {
+    use crate::results::rtio::{RtioBenchResult, RtioCell};
+    let mut cells = Vec::new();
+    for odr in [3200_u32, 6400] {
+        for (n, (extra, rates)) in RTIO_ROWS.iter().enumerate() {
+            let load = f64::from(odr) / 3200.0;
+            let streams: u32 = rates.iter().sum();
+            for design in ["thread", "rtio"] {
+                let rtio = design == "rtio";
+                let cpu = 21.0 * load + f64::from(streams) / 100.0 * 1.5;
+                let missed = if !rtio && odr == 6400 && n == 4 {
+                    312
+                } else {
+                    0
+                };
+                cells.push(RtioCell {
+                    odr_hz: odr,
+                    extra_streams: (*extra).into(),
+                    design: design.into(),
+                    bus: "spi".into(),
+                    bus_ns_per_byte: 800,
+                    rtio_backend: rtio.then(|| "IoUring (auto: io_uring works here)".into()),
+                    work_us: 0,
+                    duration_ns: 2_500_000_000,
+                    samples_processed: u64::from(odr) * 5 / 2 + u64::from(streams) * 5 / 2,
+                    imu_samples_processed: u64::from(odr) * 5 / 2 - missed,
+                    consumer_cpu_load_pct: if rtio { cpu * 0.83 } else { cpu } + 10.0,
+                    process_cpu_pct: if rtio { cpu * 0.85 } else { cpu },
+                    latency_p50_ns: if rtio { 128_000 } else { 171_000 } + n as u64 * 4_000,
+                    latency_p99_ns: if rtio { 296_000 } else { 412_000 } + n as u64 * 30_000,
+                    latency_max_ns: if rtio { 1_778_000 } else { 5_669_000 } + n as u64 * 200_000,
+                    jitter_pp_ns: if rtio { 11_600 } else { 37_200 } * (n as u64 + 1),
+                    jitter_sigma_ns: if rtio { 3_100.5 } else { 9_800.25 },
+                    missed_events: missed,
+                    fifo_full_drops: missed / 2,
+                    sim_overruns: if n == 0 { 12 } else { 0 },
+                    context_switches_per_sample: if rtio { 2.91 } else { 3.87 },
+                    consumer_sched_fifo: true,
+                    iowq_workers: 0,
+                    bus_transfers_per_sample: 2.95,
+                });
+            }
+        }
+    }
+    rtio_file(RtioBenchResult {
+        bench_schema_version: 2,
+        settings: rtio_settings("table"),
+        io_uring_disabled: Some(0),
+        cells,
+        sweep: vec![],
+        notes: vec![
+            "latency = sample stored by the simulator (INT raised) -> processed by the consumer"
+                .into(),
+            "load average at the end of the run: 1.00 0.50 0.25 1/100 1000".into(),
+        ],
+    })
+}
+
+/// An `rtio-bench --sweep` run: both designs' break points at 6400 Hz + 2@400Hz on SPI.
+pub fn rtio_sweep() -> ResultFile {
+    use crate::results::rtio::{RtioBenchResult, RtioBreakPoint, RtioTrial};
+    let bp = |design: &str, ok: u32| RtioBreakPoint {
+        design: design.into(),
+        bus: "spi".into(),
+        odr_hz: 6400,
+        extra_streams: "2@400Hz".into(),
+        max_sustained_work_us: Some(ok),
+        first_missing_work_us: Some(ok + 1),
+        trials: [
+            (0, 0),
+            (112, 0),
+            (128, 40),
+            (128, 38),
+            (ok, 0),
+            (ok + 1, 9),
+            (ok + 1, 7),
+        ]
+        .iter()
+        .map(|&(work_us, missed_events)| RtioTrial {
+            work_us,
+            missed_events,
+        })
+        .collect(),
+    };
+    let mut settings = rtio_settings("sweep");
+    settings.odrs_hz = vec![6400];
+    rtio_file(RtioBenchResult {
+        bench_schema_version: 2,
+        settings,
+        io_uring_disabled: Some(0),
+        cells: vec![],
+        sweep: vec![bp("thread", 124), bp("rtio", 127)],
+        notes: vec![],
+    })
+}
+
 /// Every sample as `(file name, JSON bytes)`, as a suite directory would hold them (plus a
 /// matrix with its cell files).
 pub fn all() -> Vec<(String, Vec<u8>)> {

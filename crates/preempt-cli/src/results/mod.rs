@@ -1,7 +1,8 @@
 //! The results schema: every file `preempt` writes is one [`ResultFile`].
 //!
-//! One schema serves every subcommand (`check`, `latency`, `matrix`, `wakeup`, and later
-//! `micro`), so `preempt report` and `preempt compare` read any result the same way. Rules
+//! One schema serves every subcommand (`check`, `latency`, `matrix`, `wakeup`, `rtio_bench`
+//! in [`rtio`]; `micro` has its own file type with the same top level), so `preempt report`
+//! and `preempt compare` read any result the same way. Rules
 //! (STYLE.md item 12, docs/results-schema.md):
 //! - the top level carries [`SCHEMA_VERSION`], the tool version, the system information and
 //!   whether the file is `complete` (partial files are rewritten while a run goes);
@@ -22,6 +23,8 @@
 //! assert_eq!(file.schema_version, SCHEMA_VERSION);
 //! assert!(matches!(file.result, RunResult::Check(_)));
 //! ```
+
+pub mod rtio;
 
 use serde::{Deserialize, Serialize};
 
@@ -52,7 +55,8 @@ pub struct ResultFile {
     pub sysinfo: SysInfo,
     /// Threats to the validity of the numbers, found before or during the run.
     pub warnings: Vec<WarningRecord>,
-    /// The subcommand's own data, tagged `kind` (`check`, `latency`, `matrix`, `wakeup`).
+    /// The subcommand's own data, tagged `kind` (`check`, `latency`, `matrix`, `wakeup`,
+    /// `rtio_bench`).
     #[serde(flatten)]
     pub result: RunResult,
 }
@@ -86,6 +90,8 @@ pub enum RunResult {
     Matrix(Box<MatrixResult>),
     /// `preempt wakeup`.
     Wakeup(Box<WakeupResult>),
+    /// `preempt rtio-bench` (kind `rtio_bench`).
+    RtioBench(Box<rtio::RtioBenchResult>),
 }
 
 impl RunResult {
@@ -96,6 +102,7 @@ impl RunResult {
             Self::Latency(_) => "latency",
             Self::Matrix(_) => "matrix",
             Self::Wakeup(_) => "wakeup",
+            Self::RtioBench(_) => "rtio_bench",
         }
     }
 }

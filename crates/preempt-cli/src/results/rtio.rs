@@ -1,0 +1,508 @@
+//! `kind: "rtio_bench"`: the results of `preempt rtio-bench` (the Zephyr RTIO talk's table,
+//! thread-based vs RTIO-based IMU reading, measured by `preempt-rtio-bench`).
+//!
+//! The benchmark crate writes its own document (`preempt_rtio_bench::report::Document`,
+//! serialize-only, its own `schema_version`). This module is the adapter into preempt's one
+//! results schema: the same numbers, field for field, as deserializable types inside a
+//! [`ResultFile`](super::ResultFile), so `preempt report`, `preempt compare` and the history
+//! read them like any other run. The conversions destructure the benchmark's structs without
+//! `..`, so a field added there fails to compile here instead of being dropped silently.
+//!
+//! ```
+//! use preempt_cli::results::rtio::{RtioBenchResult, RtioCell};
+//! let cell = RtioCell { odr_hz: 6400, extra_streams: "2@400Hz".into(), design: "rtio".into(),
+//!     missed_events: 0, fifo_full_drops: 3, ..RtioCell::default() };
+//! assert_eq!(cell.missed_total(), 3);
+//! let r = RtioBenchResult { cells: vec![cell], ..RtioBenchResult::default() };
+//! assert_eq!(r.rows()[0], ("".to_string(), 6400, "2@400Hz".to_string()));
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use preempt_rtio_bench::cell::CellResult;
+use preempt_rtio_bench::report::{BreakPoint, Document};
+
+/// The settings a run used (after the benchmark's own validation).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtioSettings {
+    /// `table` (the talk's rows) or `sweep` (break points under `--work-us`).
+    pub mode: String,
+    /// Measurement window of each cell.
+    pub duration_per_cell_ns: u64,
+    /// Per-sample compute load of the table (`--work-us`; the sweep varies it).
+    pub work_us: u32,
+    /// IMU output data rates run (`--odr`).
+    pub odrs_hz: Vec<u32>,
+    /// Register buses run: `spi`, `spi-txn`, `memfd` (`--bus`).
+    pub buses: Vec<String>,
+    /// SPI bus time per byte (`--bus-ns-per-byte`).
+    pub bus_ns_per_byte: u32,
+    /// CPU of the consumer (both designs).
+    pub consumer_cpu: usize,
+    /// CPU of the simulator.
+    pub sim_cpu: usize,
+    /// SCHED_FIFO priority of the consumer (the simulator runs one above).
+    pub priority: u8,
+    /// RTIO backend requested: `auto`, `io_uring` or `epoll` (the one used is in each RTIO
+    /// cell's `rtio_backend`).
+    pub backend: String,
+}
+
+/// One cell of the table: one design at one ODR with one set of extra streams on one bus.
+/// Field for field `preempt_rtio_bench::cell::CellResult`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RtioCell {
+    /// IMU output data rate.
+    pub odr_hz: u32,
+    /// Extra accelerometer streams, e.g. `none`, `1@100Hz`, `2@400Hz`.
+    pub extra_streams: String,
+    /// `thread` or `rtio`.
+    pub design: String,
+    /// `spi`, `spi-txn` or `memfd`.
+    pub bus: String,
+    /// SPI bus time per byte (0 for memfd).
+    pub bus_ns_per_byte: u32,
+    /// RTIO backend used and why (RTIO cells only).
+    pub rtio_backend: Option<String>,
+    /// Per-sample compute load.
+    pub work_us: u32,
+    /// Measured window.
+    pub duration_ns: u64,
+    /// Frames processed, all devices.
+    pub samples_processed: u64,
+    /// IMU frames processed.
+    pub imu_samples_processed: u64,
+    /// Busy share of the consumer CPU from `/proc/stat` (includes irq/softirq time, like
+    /// Zephyr's `cpu_load`).
+    pub consumer_cpu_load_pct: f64,
+    /// Process CPU time over wall time (all consumer threads, io_uring workers included).
+    pub process_cpu_pct: f64,
+    /// Latency sample stored (= interrupt) → processed, IMU frames: median.
+    pub latency_p50_ns: u64,
+    /// 99th percentile.
+    pub latency_p99_ns: u64,
+    /// Maximum.
+    pub latency_max_ns: u64,
+    /// Peak-to-peak of the IMU's processing period.
+    pub jitter_pp_ns: u64,
+    /// Standard deviation of the processing period around 1/ODR.
+    pub jitter_sigma_ns: f64,
+    /// Samples never processed (sequence gaps, all devices).
+    pub missed_events: u64,
+    /// Samples the simulated FIFOs dropped when full (simulator counter).
+    pub fifo_full_drops: u64,
+    /// Simulator timer ticks served late (a threat to validity).
+    pub sim_overruns: u64,
+    /// Process context switches per processed sample.
+    pub context_switches_per_sample: f64,
+    /// Whether the consumer got SCHED_FIFO.
+    pub consumer_sched_fifo: bool,
+    /// io_uring io-wq workers alive at the end of the window.
+    pub iowq_workers: u32,
+    /// SPI transfers the simulator's bus served per processed frame.
+    pub bus_transfers_per_sample: f64,
+}
+
+impl RtioCell {
+    /// Events lost, counted once: sequence gaps, or the FIFO's drops where those are more
+    /// (the benchmark's own table shows the same number).
+    pub fn missed_total(&self) -> u64 {
+        self.missed_events.max(self.fifo_full_drops)
+    }
+
+    /// Whether the design missed events in this cell (the talk's "Missing events").
+    pub fn missed(&self) -> bool {
+        self.missed_events > 0 || self.fifo_full_drops > 0
+    }
+}
+
+/// One `--work-us` trial of a sweep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtioTrial {
+    /// Per-sample compute load tried.
+    pub work_us: u32,
+    /// Events missed with it.
+    pub missed_events: u64,
+}
+
+/// One design's break point under `--sweep`. Field for field
+/// `preempt_rtio_bench::report::BreakPoint`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtioBreakPoint {
+    /// `thread` or `rtio`.
+    pub design: String,
+    /// `spi`, `spi-txn` or `memfd`.
+    pub bus: String,
+    /// IMU output data rate of the sweep.
+    pub odr_hz: u32,
+    /// Extra streams of the sweep.
+    pub extra_streams: String,
+    /// Largest `--work-us` with no missed event (`null`: even 0 missed).
+    pub max_sustained_work_us: Option<u32>,
+    /// Smallest `--work-us` that missed events (`null`: none up to the sweep's limit).
+    pub first_missing_work_us: Option<u32>,
+    /// Every trial in order; a workload that missed is run again and counts as missing only
+    /// if the retry misses too.
+    pub trials: Vec<RtioTrial>,
+}
+
+/// `preempt rtio-bench` results.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RtioBenchResult {
+    /// `schema_version` of the benchmark document the cells were taken from.
+    pub bench_schema_version: u32,
+    /// Settings of the run.
+    pub settings: RtioSettings,
+    /// `kernel.io_uring_disabled` (`null` on kernels before 6.6).
+    pub io_uring_disabled: Option<u8>,
+    /// Table cells (empty in sweep mode), in run order: bus, ODR, extra streams, design.
+    pub cells: Vec<RtioCell>,
+    /// Sweep break points (empty in table mode).
+    pub sweep: Vec<RtioBreakPoint>,
+    /// The benchmark's caveats (method, load average at the end, ...).
+    pub notes: Vec<String>,
+}
+
+impl RtioBenchResult {
+    /// The table's rows, `(bus, ODR, extra streams)`, in first-seen order.
+    pub fn rows(&self) -> Vec<(String, u32, String)> {
+        let mut keys: Vec<(String, u32, String)> = Vec::new();
+        for c in &self.cells {
+            let k = (c.bus.clone(), c.odr_hz, c.extra_streams.clone());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        keys
+    }
+
+    /// The cell of `design` in row `(bus, odr, extra)`.
+    pub fn cell(&self, bus: &str, odr: u32, extra: &str, design: &str) -> Option<&RtioCell> {
+        self.cells.iter().find(|c| {
+            c.bus == bus && c.odr_hz == odr && c.extra_streams == extra && c.design == design
+        })
+    }
+
+    /// Adds the cells, break points and notes of one benchmark document (one call of
+    /// `preempt_rtio_bench::run`); notes already present are not repeated.
+    pub fn absorb(&mut self, doc: &Document) {
+        let Document {
+            schema_version,
+            tool: _,
+            sysinfo,
+            cells,
+            sweep,
+            notes,
+        } = doc;
+        self.bench_schema_version = *schema_version;
+        self.io_uring_disabled = sysinfo.io_uring_disabled;
+        self.cells.extend(cells.iter().map(RtioCell::from));
+        self.sweep.extend(sweep.iter().map(RtioBreakPoint::from));
+        for n in notes {
+            // The load average changes between calls: keep the latest only.
+            if n.starts_with("load average") {
+                self.notes.retain(|x| !x.starts_with("load average"));
+            }
+            if !self.notes.contains(n) {
+                self.notes.push(n.clone());
+            }
+        }
+    }
+
+    /// A one-line headline (history listings, logs).
+    pub fn headline(&self) -> String {
+        if !self.sweep.is_empty() {
+            return self
+                .sweep
+                .iter()
+                .map(|b| {
+                    format!(
+                        "{} {} sustains {} us",
+                        b.bus,
+                        b.design,
+                        b.max_sustained_work_us
+                            .map_or("-".into(), |w| w.to_string())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+        }
+        let missed = |d: &str| {
+            self.cells
+                .iter()
+                .filter(|c| c.design == d)
+                .map(RtioCell::missed_total)
+                .sum::<u64>()
+        };
+        format!(
+            "{} cells, missed events thread {} / rtio {}",
+            self.cells.len(),
+            missed("thread"),
+            missed("rtio")
+        )
+    }
+}
+
+impl RtioBenchResult {
+    /// The result as one CSV table (header, rows): one row per cell, or per break point for a
+    /// sweep; units in the column names.
+    pub fn csv_table(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
+        if self.cells.is_empty() && !self.sweep.is_empty() {
+            let header = vec![
+                "bus",
+                "odr_hz",
+                "extra_streams",
+                "design",
+                "max_sustained_work_us",
+                "first_missing_work_us",
+                "trials",
+            ];
+            let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+            let rows = self
+                .sweep
+                .iter()
+                .map(|b| {
+                    vec![
+                        b.bus.clone(),
+                        b.odr_hz.to_string(),
+                        b.extra_streams.clone(),
+                        b.design.clone(),
+                        opt(b.max_sustained_work_us),
+                        opt(b.first_missing_work_us),
+                        b.trials.len().to_string(),
+                    ]
+                })
+                .collect();
+            return (header, rows);
+        }
+        let header = vec![
+            "bus",
+            "odr_hz",
+            "extra_streams",
+            "design",
+            "work_us",
+            "consumer_cpu_load_pct",
+            "process_cpu_pct",
+            "latency_p50_ns",
+            "latency_p99_ns",
+            "latency_max_ns",
+            "jitter_pp_ns",
+            "jitter_sigma_ns",
+            "missed_events",
+            "fifo_full_drops",
+            "context_switches_per_sample",
+            "sim_overruns",
+            "rtio_backend",
+        ];
+        let rows = self
+            .cells
+            .iter()
+            .map(|c| {
+                vec![
+                    c.bus.clone(),
+                    c.odr_hz.to_string(),
+                    c.extra_streams.clone(),
+                    c.design.clone(),
+                    c.work_us.to_string(),
+                    format!("{:.2}", c.consumer_cpu_load_pct),
+                    format!("{:.2}", c.process_cpu_pct),
+                    c.latency_p50_ns.to_string(),
+                    c.latency_p99_ns.to_string(),
+                    c.latency_max_ns.to_string(),
+                    c.jitter_pp_ns.to_string(),
+                    format!("{:.1}", c.jitter_sigma_ns),
+                    c.missed_events.to_string(),
+                    c.fifo_full_drops.to_string(),
+                    format!("{:.3}", c.context_switches_per_sample),
+                    c.sim_overruns.to_string(),
+                    c.rtio_backend.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        (header, rows)
+    }
+}
+
+impl From<&CellResult> for RtioCell {
+    fn from(c: &CellResult) -> RtioCell {
+        let CellResult {
+            odr_hz,
+            extra_streams,
+            design,
+            bus,
+            bus_ns_per_byte,
+            rtio_backend,
+            work_us,
+            duration_ns,
+            samples_processed,
+            imu_samples_processed,
+            consumer_cpu_load_pct,
+            process_cpu_pct,
+            latency_p50_ns,
+            latency_p99_ns,
+            latency_max_ns,
+            jitter_pp_ns,
+            jitter_sigma_ns,
+            missed_events,
+            fifo_full_drops,
+            sim_overruns,
+            context_switches_per_sample,
+            consumer_sched_fifo,
+            iowq_workers,
+            bus_transfers_per_sample,
+        } = c.clone();
+        RtioCell {
+            odr_hz,
+            extra_streams,
+            design,
+            bus,
+            bus_ns_per_byte,
+            rtio_backend,
+            work_us,
+            duration_ns,
+            samples_processed,
+            imu_samples_processed,
+            consumer_cpu_load_pct,
+            process_cpu_pct,
+            latency_p50_ns,
+            latency_p99_ns,
+            latency_max_ns,
+            jitter_pp_ns,
+            jitter_sigma_ns,
+            missed_events,
+            fifo_full_drops,
+            sim_overruns,
+            context_switches_per_sample,
+            consumer_sched_fifo,
+            iowq_workers,
+            bus_transfers_per_sample,
+        }
+    }
+}
+
+impl From<&BreakPoint> for RtioBreakPoint {
+    fn from(b: &BreakPoint) -> RtioBreakPoint {
+        let BreakPoint {
+            design,
+            bus,
+            odr_hz,
+            extra_streams,
+            max_sustained_work_us,
+            first_missing_work_us,
+            trials,
+        } = b.clone();
+        RtioBreakPoint {
+            design,
+            bus,
+            odr_hz,
+            extra_streams,
+            max_sustained_work_us,
+            first_missing_work_us,
+            trials: trials
+                .into_iter()
+                .map(|(work_us, missed_events)| RtioTrial {
+                    work_us,
+                    missed_events,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use preempt_rtio_bench::report::SysInfo as BenchSysInfo;
+
+    fn bench_cell(design: &str, missed: u64) -> CellResult {
+        CellResult {
+            odr_hz: 6400,
+            extra_streams: "2@400Hz".into(),
+            design: design.into(),
+            bus: "spi".into(),
+            latency_p99_ns: 296_800,
+            missed_events: missed,
+            ..CellResult::default()
+        }
+    }
+
+    fn doc(cells: Vec<CellResult>, load: &str) -> Document {
+        Document {
+            schema_version: 2,
+            tool: "rtio-bench",
+            sysinfo: BenchSysInfo {
+                uname: "Linux".into(),
+                kernel_realtime: None,
+                io_uring_disabled: Some(0),
+                argv: vec!["preempt".into(), "rtio-bench".into()],
+                cpus: 2,
+            },
+            cells,
+            sweep: vec![BreakPoint {
+                design: "rtio".into(),
+                bus: "spi".into(),
+                odr_hz: 6400,
+                extra_streams: "2@400Hz".into(),
+                max_sustained_work_us: Some(127),
+                first_missing_work_us: Some(128),
+                trials: vec![(0, 0), (128, 5), (128, 3)],
+            }],
+            notes: vec!["latency = stored -> processed".into(), load.into()],
+        }
+    }
+
+    #[test]
+    fn documents_convert_field_for_field_and_round_trip_through_json() {
+        let mut r = RtioBenchResult::default();
+        r.absorb(&doc(
+            vec![bench_cell("thread", 312), bench_cell("rtio", 0)],
+            "load average at the end of the run: 1.0",
+        ));
+        r.absorb(&doc(vec![], "load average at the end of the run: 2.0"));
+        assert_eq!((r.bench_schema_version, r.io_uring_disabled), (2, Some(0)));
+        assert_eq!(r.cells.len(), 2);
+        assert_eq!(r.cells[0].latency_p99_ns, 296_800);
+        assert_eq!(
+            r.cell("spi", 6400, "2@400Hz", "thread")
+                .unwrap()
+                .missed_total(),
+            312
+        );
+        assert_eq!(r.sweep.len(), 2, "one break point per absorbed document");
+        assert_eq!(
+            r.sweep[0].trials[1],
+            RtioTrial {
+                work_us: 128,
+                missed_events: 5
+            }
+        );
+        assert_eq!(
+            r.notes,
+            vec![
+                "latency = stored -> processed".to_string(),
+                "load average at the end of the run: 2.0".to_string()
+            ]
+        );
+        // The benchmark's own JSON and ours carry the same numbers under the same names.
+        let theirs = serde_json::to_value(bench_cell("rtio", 0)).unwrap();
+        let ours = serde_json::to_value(&r.cells[1]).unwrap();
+        assert_eq!(theirs, ours);
+        let back: RtioBenchResult =
+            serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn headline_names_missed_events_or_break_points() {
+        let mut r = RtioBenchResult {
+            cells: vec![
+                RtioCell::from(&bench_cell("thread", 312)),
+                RtioCell::from(&bench_cell("rtio", 0)),
+            ],
+            ..RtioBenchResult::default()
+        };
+        assert_eq!(r.headline(), "2 cells, missed events thread 312 / rtio 0");
+        r.absorb(&doc(vec![], "load average: 0"));
+        assert_eq!(r.headline(), "spi rtio sustains 127 us");
+    }
+}
