@@ -14,7 +14,7 @@
 //! - [`results`] and [`export`]: the one results schema and its JSON/CSV exporters;
 //! - [`warnings`], [`error`]: threats to validity and exit codes.
 //!
-//! All system calls go through `preempt_io::sys`; the few it lacks are in [`sys_extra`].
+//! All system calls go through `preempt_io::sys`.
 
 pub mod app;
 pub mod check;
@@ -33,6 +33,5 @@ pub mod results;
 pub mod rtio;
 pub mod stats;
 pub mod stress;
-pub mod sys_extra;
 pub mod sysinfo;
 pub mod warnings;
