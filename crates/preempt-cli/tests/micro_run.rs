@@ -33,8 +33,9 @@ fn can_fifo() -> bool {
 
 #[test]
 fn every_benchmark_runs_with_the_seed_counts_scaled() {
+    // The framework set runs apps in child processes: tests/micro_framework.rs covers it.
     let cfg = MicroConfig {
-        sets: vec![SetArg::Nxp, SetArg::Zephyr, SetArg::Framework],
+        sets: vec![SetArg::Nxp, SetArg::Zephyr],
         only: vec![],
         scale: 0.02,
         cpu: 0,
@@ -105,10 +106,6 @@ fn every_benchmark_runs_with_the_seed_counts_scaled() {
             assert_eq!(b.cycles.unwrap().count, 200, "{id}");
         }
     }
-    let fw = m.sets.iter().find(|s| s.set == "framework").unwrap();
-    assert_eq!(fw.benches, 0);
-    assert_eq!(fw.planned.len(), 6);
-    assert!(fw.note.is_some());
 }
 
 #[test]

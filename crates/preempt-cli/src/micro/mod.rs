@@ -7,8 +7,10 @@
 //!   preallocated stacks, the context switch between two threads;
 //! - [`zephyr`] (seed `002_…`): semaphore give to a higher-priority waiter (call + switch)
 //!   versus to a lower-priority waiter (call only);
-//! - [`framework`] (seed `004_…` §6.2): the runtime's own task switch and resource costs, a
-//!   reserved slot until the runtime API is public.
+//! - [`framework`] (seed `004_…` §6.2): the preempt runtime's own task switch (same priority,
+//!   cross priority unpinned and on one core) and resource lock, unlock and contended unlock,
+//!   timed inside real `#[preempt::app]` apps, each in a child process (an app owns the
+//!   process), in the default app and the bare runtime (`_bare`).
 //!
 //! Each operation is timed on its own between two reads of the CPU's counter
 //! ([`clock`]: TSC on x86_64, CNTVCT on arm64, calibrated against CLOCK_MONOTONIC_RAW), and kept
@@ -95,12 +97,16 @@ pub struct Args {
     /// Benchmark sets to run.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [SetArg::Nxp, SetArg::Zephyr, SetArg::Framework])]
     pub sets: Vec<SetArg>,
-    /// Run only these benchmarks (ids as in the table: malloc, mutex, mutex_pi, pthread,
-    /// context_switch, sem_give_switch, sem_give_no_switch).
+    /// Run only these benchmarks (malloc, mutex, mutex_pi, pthread, context_switch,
+    /// sem_give_switch, sem_give_no_switch, task_switch_same_prio, task_switch_cross_prio,
+    /// task_switch_cross_prio_one_core, resource, resource_unlock_contended,
+    /// resource_unlock_contended_high_waiter, and each framework id with `_bare` for the
+    /// runtime without accounting).
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     pub only: Vec<String>,
     /// Multiplier of the seeds' sample counts (1 = 1000 allocations, 1000 lock/unlock, 2000
-    /// threads, 500000 switches, 10000 semaphore gives).
+    /// threads, 500000 switches, 10000 semaphore gives; framework: 100000 same-priority
+    /// switches and locks, 20000 cross-priority switches, 5000 contended unlocks of each kind).
     #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
     pub scale: f64,
     /// CPU every benchmark thread is pinned to [default: the last online CPU].
@@ -190,7 +196,8 @@ pub struct SetStatus {
     pub set: String,
     /// Benchmarks run.
     pub benches: usize,
-    /// Planned rows without figures yet (framework set).
+    /// Reserved rows without figures (the framework set in files written before it was
+    /// measured; empty since).
     pub planned: Vec<String>,
     /// Why the set has no figures.
     pub note: Option<String>,
@@ -283,6 +290,7 @@ pub fn all_ids() -> Vec<&'static str> {
     nxp::benches()
         .iter()
         .chain(zephyr::benches().iter())
+        .chain(framework::benches().iter())
         .map(|b| b.id)
         .collect()
 }
@@ -416,19 +424,11 @@ pub fn measure(
             .into_iter()
             .filter(|b| cfg.only.is_empty() || cfg.only.iter().any(|o| o == b.id))
             .collect();
-        let framework_empty = set == SetArg::Framework && list.is_empty();
         sets.push(SetStatus {
             set: set.name().into(),
             benches: list.len(),
-            planned: if framework_empty {
-                framework::PLANNED
-                    .iter()
-                    .map(|(id, _)| (*id).into())
-                    .collect()
-            } else {
-                Vec::new()
-            },
-            note: framework_empty.then(|| framework::NOT_AVAILABLE.into()),
+            planned: Vec::new(),
+            note: None,
         });
         all.extend(list);
     }
@@ -487,7 +487,7 @@ fn title_of(id: &str) -> Option<&'static str> {
         "mutex_pi_unlock" => "PI mutex unlock",
         "pthread_create" => "pthread_create",
         "pthread_join" => "pthread_join",
-        _ => return None,
+        _ => return framework::title_of(id),
     })
 }
 
@@ -553,6 +553,11 @@ pub fn run_file(
 /// `preempt micro`: runs, prints the table, writes `--export-json`/`--export-csv`, records the
 /// run in the history. Returns the exit code.
 pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
+    // A framework child (re-executed by the parent's framework set) runs its one app and
+    // nothing else: no flags, no output but its samples.
+    if let Some(scenario) = std::env::var_os(framework::CHILD_ENV) {
+        return framework::child_main(&scenario);
+    }
     let online = cpu::online_cpus().context("cannot read the online CPUs")?;
     let cfg = MicroConfig::from_args(args, &online)?;
     let output = OutputConfig::from(&args.output);
@@ -699,9 +704,37 @@ fn print_table(m: &MicroResult) -> Result<()> {
             "included in every figure (not subtracted)"
         }
     )?;
+    // Column widths: the longest set name and id (framework ids are long).
+    let sw = m
+        .benches
+        .iter()
+        .map(|b| b.set.len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    // Rows measured in the runtime's soft mode are marked, and the mark explained below.
+    let soft = |b: &MicroBench| {
+        b.notes
+            .iter()
+            .any(|n| n.starts_with(framework::SOFT_NOTE_PREFIX))
+    };
+    let label = |b: &MicroBench| {
+        if soft(b) {
+            format!("{} [soft]", b.id)
+        } else {
+            b.id.clone()
+        }
+    };
+    let iw = m
+        .benches
+        .iter()
+        .map(|b| label(b).len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
     writeln!(
         out,
-        "{:<7} {:<22} {:>7} {:>8} {:>8} {:>8} {:>9} | {:>8} {:>8} {:>8} {:>9} | {:>10}",
+        "{:<sw$} {:<iw$} {:>7} {:>8} {:>8} {:>8} {:>9} | {:>8} {:>8} {:>8} {:>9} | {:>10}",
         "set",
         "benchmark",
         "samples",
@@ -713,15 +746,17 @@ fn print_table(m: &MicroResult) -> Result<()> {
         "p50_cyc",
         "p99_cyc",
         "max_cyc",
-        "perf/op"
+        "perf/op",
+        sw = sw,
+        iw = iw
     )?;
     for b in &m.benches {
         match (&b.ns, &b.cycles) {
             (Some(d), Some(c)) => writeln!(
                 out,
-                "{:<7} {:<22} {:>7} {:>8} {:>8} {:>8} {:>9} | {:>8} {:>8} {:>8} {:>9} | {:>10}",
+                "{:<sw$} {:<iw$} {:>7} {:>8} {:>8} {:>8} {:>9} | {:>8} {:>8} {:>8} {:>9} | {:>10}",
                 b.set,
-                b.id,
+                label(b),
                 c.count,
                 d.summary.min_ns,
                 d.summary.p50_ns,
@@ -738,16 +773,33 @@ fn print_table(m: &MicroResult) -> Result<()> {
                         p.per_op,
                         if p.event == "cycles" { "cyc" } else { "tsc" }
                     ))
-                    .unwrap_or_else(|| "-".into())
+                    .unwrap_or_else(|| "-".into()),
+                sw = sw,
+                iw = iw
             )?,
             _ => writeln!(
                 out,
-                "{:<7} {:<22} skipped: {}",
+                "{:<sw$} {:<iw$} skipped: {}",
                 b.set,
                 b.id,
-                b.skipped.as_deref().unwrap_or("no samples")
+                b.skipped.as_deref().unwrap_or("no samples"),
+                sw = sw,
+                iw = iw
             )?,
         }
+    }
+    if m.benches
+        .iter()
+        .any(|b| b.set == "framework" && b.cycles.is_some())
+    {
+        writeln!(
+            out,
+            "framework: each row timed inside a preempt app in a child process; `_bare` rows \
+             are the runtime with accounting = false, the others the default app (accounting on)"
+        )?;
+    }
+    if m.benches.iter().any(soft) {
+        writeln!(out, "[soft]: {}", framework::SOFT_NOTE)?;
     }
     for s in &m.sets {
         if let Some(n) = &s.note {
