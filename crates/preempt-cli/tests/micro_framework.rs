@@ -91,9 +91,19 @@ fn every_framework_row_has_samples_when_privileged() {
             b.notes
         );
         assert!(
-            b.notes.iter().any(|n| n.contains("SCHED_FIFO 1 and 2")),
+            b.notes.iter().any(|n| n.contains("SCHED_FIFO 70 and 80")),
             "{id}: {:?}",
             b.notes
+        );
+        // What the tasks saw of their own threads, not what the app declared.
+        let seen = b
+            .notes
+            .iter()
+            .find(|n| n.starts_with("executor threads seen from inside the tasks"))
+            .unwrap_or_else(|| panic!("{id}: {:?}", b.notes));
+        assert!(
+            seen.contains("level: SCHED_FIFO ") && !seen.contains("not SCHED_FIFO"),
+            "{id}: {seen}"
         );
         assert!(!b.notes.iter().any(|n| n.contains("SOFT MODE")), "{id}");
     }
@@ -139,6 +149,12 @@ fn soft_mode_rows_are_labelled_and_the_one_core_switch_is_skipped() {
             b.notes
                 .iter()
                 .any(|n| n.contains("SOFT MODE (PREEMPT_SOFT=1)")),
+            "{}: {:?}",
+            b.id,
+            b.notes
+        );
+        assert!(
+            b.notes.iter().any(|n| n.contains("not SCHED_FIFO")),
             "{}: {:?}",
             b.id,
             b.notes

@@ -16,12 +16,12 @@
 //! | row | between the two counter reads |
 //! |-----|-------------------------------|
 //! | `task_switch_same_prio` | `task1` before `task2::spawn(..)` → `task2`'s first statement (and back): one executor thread, no kernel |
-//! | `task_switch_cross_prio` | `task1` (priority 1) before `task2::spawn(..)` → first statement of `task2` (priority 2) on its own thread, which may run on another CPU |
+//! | `task_switch_cross_prio` | `task1` (low priority) before `task2::spawn(..)` → first statement of `task2` (high priority) on its own thread, which may run on another CPU |
 //! | `task_switch_cross_prio_one_core` | the same, the process pinned to `--cpu`: the spawn preempts the spawner |
-//! | `resource_lock` | before `r.lock(..)` → first statement of the closure (PCP resource shared by priorities 1 and 2, uncontended) |
+//! | `resource_lock` | before `r.lock(..)` → first statement of the closure (PCP resource shared by the low and the high priority, uncontended) |
 //! | `resource_unlock` | last statement of the closure → after `lock` returns |
-//! | `resource_unlock_contended` | Listing 2: `task1` (priority 2) holds `a` while `task2` (priority 1) is blocked on it; last statement of the closure → after `lock` returns, which hands the PI futex to `task2` |
-//! | `resource_unlock_contended_high_waiter` | Listing 2 reversed (not in the thesis): the holder at priority 1 (its thread on another CPU) releases `a` to a waiter at priority 2 on `--cpu`; the kernel had boosted the holder, and the unlock ends the boost too |
+//! | `resource_unlock_contended` | Listing 2: `task1` (high) holds `a` while `task2` (low) is blocked on it; last statement of the closure → after `lock` returns, which hands the PI futex to `task2` |
+//! | `resource_unlock_contended_high_waiter` | Listing 2 reversed (not in the thesis): the low holder (its thread on another CPU) releases `a` to a high waiter on `--cpu`; the kernel had boosted the holder, and the unlock ends the boost too |
 //!
 //! Before timing a contended unlock, the holder waits inside the lock until the waiter is seen
 //! asleep in the kernel (Listing 2 sleeps 20 µs and trusts it), so no uncontended unlock is
@@ -30,9 +30,11 @@
 //! Every row is measured in the default app (accounting on: a release stamp per spawn,
 //! statistics per job, timed critical sections), which is what users run, and again in the
 //! bare runtime (`#[preempt::app(accounting = false)]`) as `<row>_bare`, so the price of the
-//! accounting is visible. The executors run at SCHED_FIFO 1 and 2 as in the thesis (the
-//! priorities are part of the app; `--priority` does not move them, and `--priority 0` selects
-//! soft mode, below).
+//! accounting is visible. The executors run at SCHED_FIFO 70 (low) and 80 (high), the other
+//! sets' default levels, where the thesis used 1 and 2 (see [`apps`] for why; the priorities are
+//! literals of the apps, so `--priority` does not move them, and `--priority 0` selects soft
+//! mode, below). Each row's notes say what policy the executor threads really had, as seen
+//! from inside the tasks.
 //!
 //! An app owns process-wide state (memory locking, real-time threads, its exit code, and it
 //! runs once per process), so each scenario runs in a child process: the parent re-executes
@@ -116,11 +118,11 @@ pub const MAX_SAMPLES: usize = 10_000_000;
 /// What a scenario measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// Listing 1, both tasks at priority 1.
+    /// Listing 1, both tasks at one priority.
     SamePrio,
-    /// Listing 1 at priorities 1 and 2, unpinned.
+    /// Listing 1 at two priorities, unpinned.
     CrossPrio,
-    /// Listing 1 at priorities 1 and 2, the process pinned to one CPU.
+    /// Listing 1 at two priorities, the process pinned to one CPU.
     CrossPrioOneCore,
     /// Uncontended lock and unlock of a PCP resource.
     Resource,
@@ -195,12 +197,12 @@ pub struct Scenario {
     pub method: &'static str,
 }
 
-const SAME: &str = "Listing 1, task1 and task2 at priority 1 ping-pong by spawn on one executor thread; each sample: counter in the spawner just before spawn(stamp) -> counter as the spawned task's first statement (both directions)";
-const CROSS: &str = "Listing 1 at priorities 1 and 2 (SCHED_FIFO executor threads, unpinned); each sample: counter in task1 just before task2::spawn(stamp) -> counter as task2's first statement (futex wake + kernel switch; the way back is not timed)";
+const SAME: &str = "Listing 1, task1 and task2 at priority 80 ping-pong by spawn on one executor thread; each sample: counter in the spawner just before spawn(stamp) -> counter as the spawned task's first statement (both directions)";
+const CROSS: &str = "Listing 1 at priorities 70 and 80 (the thesis: 1 and 2; SCHED_FIFO executor threads, unpinned); each sample: counter in task1 just before task2::spawn(stamp) -> counter as task2's first statement (futex wake + kernel switch; the way back is not timed)";
 const CROSS_ONE: &str = "as task_switch_cross_prio with the process pinned to --cpu: the spawn preempts the spawner (the thesis's single-core case)";
-const RESOURCE: &str = "one task at priority 1 locks r (a PCP resource shared with priority 2, so a PI-futex mutex) in a loop; lock: counter before lock() -> first statement of the closure; unlock: last statement of the closure -> counter after lock() returns";
-const CONTENDED: &str = "Listing 2: task1 (priority 2) locks a, spawns task2 (priority 1) and waits inside the lock until task2 is blocked on a (seen sleeping in /proc); sample: last statement of task1's closure -> counter after lock() returns (FUTEX_UNLOCK_PI hands a to task2); unpinned";
-const HIGH_WAITER: &str = "Listing 2 reversed (not in the thesis): holder (priority 1, its thread pinned to a CPU other than --cpu) locks a, spawns waiter (priority 2, pinned to --cpu) and waits inside the lock until the waiter is blocked on a (the kernel then boosts the holder to 2); sample: last statement of the holder's closure -> counter after lock() returns (FUTEX_UNLOCK_PI hands a to the waiter and ends the boost)";
+const RESOURCE: &str = "one task at priority 70 locks r (a PCP resource shared with priority 80, so a PI-futex mutex) in a loop; lock: counter before lock() -> first statement of the closure; unlock: last statement of the closure -> counter after lock() returns";
+const CONTENDED: &str = "Listing 2: task1 (priority 80; the thesis: 2) locks a, spawns task2 (priority 70; the thesis: 1) and waits inside the lock until task2 is blocked on a (seen sleeping in /proc); sample: last statement of task1's closure -> counter after lock() returns (FUTEX_UNLOCK_PI hands a to task2); unpinned";
+const HIGH_WAITER: &str = "Listing 2 reversed (not in the thesis): holder (priority 70, its thread pinned to a CPU other than --cpu) locks a, spawns waiter (priority 80, pinned to --cpu) and waits inside the lock until the waiter is blocked on a (the kernel then boosts the holder to 80); sample: last statement of the holder's closure -> counter after lock() returns (FUTEX_UNLOCK_PI hands a to the waiter and ends the boost)";
 
 /// Every scenario, default app first, then the bare runtime.
 pub const SCENARIOS: [Scenario; 12] = [
@@ -540,9 +542,12 @@ fn samples_of(
             if soft {
                 SOFT_NOTE.to_string()
             } else {
-                "executors at SCHED_FIFO 1 and 2 as in the thesis (--priority does not apply), \
-                 memory locked"
-                    .to_string()
+                format!(
+                    "executors at SCHED_FIFO {} and {} (the thesis: 1 and 2; fixed in the apps, \
+                     --priority does not apply), memory locked",
+                    apps::LOW_PRIORITY,
+                    apps::HIGH_PRIORITY
+                )
             },
             placement.to_string(),
             format!(
@@ -641,6 +646,10 @@ pub fn child_main(name: &OsStr) -> Result<u8> {
             notes: Vec::new(),
         })
         .collect();
+    let seen = apps::policies_seen();
+    for r in &mut rows {
+        r.notes.push(seen.clone());
+    }
     let unconfirmed = apps::UNCONFIRMED.load(std::sync::atomic::Ordering::Relaxed);
     if unconfirmed > 0 {
         if let Some(r) = rows.first_mut() {

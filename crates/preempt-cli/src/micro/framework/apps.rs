@@ -7,11 +7,21 @@
 //!
 //! | app | tasks | sample |
 //! |-----|-------|--------|
-//! | `same_prio` | `task1`, `task2` at priority 1 ping-pong by spawn (Listing 1) | counter read just before `spawn` → first statement of the spawned task, both directions |
-//! | `cross_prio` | `task1` at 1 spawns `task2` at 2, which spawns `task1` back (Listing 1 at two priorities) | counter before `task2::spawn` in `task1` → first statement of `task2` |
-//! | `resource` | `bench` at 1 locks `r`, shared with an idle task at 2 (so `r` is a PCP mutex, not a free cell), 1 M times in the thesis | lock: before `lock` → first statement of the closure; unlock: last statement of the closure → after `lock` returns |
-//! | `contended` | `task1` at 2 locks `a`, spawns `task2` at 1 and waits inside the lock until `task2` is blocked on `a` (Listing 2) | last statement of `task1`'s closure → after its `lock` returns (the unlock hands the PI futex to `task2`) |
-//! | `high_waiter` | the other way round: `holder` at 1 locks `a`, spawns `waiter` at 2 and waits until it is blocked on `a`; each task pins its own thread, the waiter to `--cpu`, the holder to another CPU | the same; the kernel boosted the holder to 2 while the waiter slept, and the unlock also ends that boost |
+//! | `same_prio` | `task1`, `task2` at one priority ping-pong by spawn (Listing 1) | counter read just before `spawn` → first statement of the spawned task, both directions |
+//! | `cross_prio` | `task1` (low) spawns `task2` (high), which spawns `task1` back (Listing 1 at two priorities) | counter before `task2::spawn` in `task1` → first statement of `task2` |
+//! | `resource` | `bench` (low) locks `r`, shared with an idle high task (so `r` is a PCP mutex, not a free cell), 1 M times in the thesis | lock: before `lock` → first statement of the closure; unlock: last statement of the closure → after `lock` returns |
+//! | `contended` | `task1` (high) locks `a`, spawns `task2` (low) and waits inside the lock until `task2` is blocked on `a` (Listing 2) | last statement of `task1`'s closure → after its `lock` returns (the unlock hands the PI futex to `task2`) |
+//! | `high_waiter` | the other way round: `holder` (low) locks `a`, spawns `waiter` (high) and waits until it is blocked on `a`; each task pins its own thread, the waiter to `--cpu`, the holder to another CPU | the same; the kernel boosted the holder while the waiter slept, and the unlock also ends that boost |
+//!
+//! # Priorities
+//! The thesis ran its tasks at priorities 1 and 2. Here *low* is [`LOW_PRIORITY`] (70) and
+//! *high* [`HIGH_PRIORITY`] (80), the levels the other sets use by default (`--priority 80`,
+//! partners 10 below): at 1 and 2 any other real-time thread of the machine preempts the
+//! benchmark (a concurrent run of a peer benchmark at 1 and 2 starved the waiter of Listing 2
+//! for seconds on the development VM), and only the order of the two levels matters to what
+//! is measured. Priorities are literals of the app (the macro needs them at compile time), so
+//! `--priority` cannot move them; each task records the policy its executor thread really has
+//! ([`observe_policy`]) and the child reports it in the row's notes.
 //!
 //! Samples go to lock-free [`Recorder`]s, preallocated before the app starts, so the tasks
 //! neither allocate nor lock to record; when a recorder is full the task calls
@@ -98,6 +108,51 @@ impl Default for Recorder {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The low task priority of the apps (literal `70` in their `#[task]` attributes).
+pub const LOW_PRIORITY: u8 = 70;
+/// The high task priority of the apps (literal `80` in their `#[task]` attributes).
+pub const HIGH_PRIORITY: u8 = 80;
+
+/// The policy each level's executor thread had, seen from inside a task: 0 not seen yet, -1
+/// not SCHED_FIFO (soft mode), else the SCHED_FIFO priority. Index 0 low, 1 high.
+static POLICY_SEEN: [AtomicI32; 2] = [AtomicI32::new(0), AtomicI32::new(0)];
+
+/// Records the calling executor thread's policy for level `high` (once per level; outside
+/// every timed window).
+#[inline]
+fn observe_policy(high: bool) {
+    let slot = &POLICY_SEEN[usize::from(high)];
+    if slot.load(Ordering::Relaxed) == 0 {
+        let seen = match sched::current_thread_policy() {
+            Ok(sched::Policy::Fifo { priority }) => i32::from(priority),
+            _ => -1,
+        };
+        slot.store(seen, Ordering::Relaxed);
+    }
+}
+
+/// What [`observe_policy`] saw, for the row notes, e.g. `low level: SCHED_FIFO 70; high
+/// level: SCHED_FIFO 80`.
+pub fn policies_seen() -> String {
+    let mut parts = Vec::new();
+    for (name, declared, slot) in [
+        ("low", LOW_PRIORITY, &POLICY_SEEN[0]),
+        ("high", HIGH_PRIORITY, &POLICY_SEEN[1]),
+    ] {
+        match slot.load(Ordering::Relaxed) {
+            0 => {}
+            -1 => parts.push(format!(
+                "{name} level (priority {declared}): not SCHED_FIFO"
+            )),
+            p => parts.push(format!("{name} level: SCHED_FIFO {p}")),
+        }
+    }
+    format!(
+        "executor threads seen from inside the tasks: {}",
+        parts.join("; ")
+    )
 }
 
 /// The first row of every scenario.
@@ -212,7 +267,7 @@ fn contended_round(confirmed: bool, t0: u64, t1: u64) -> bool {
 
 macro_rules! switch_apps {
     ($same:ident, $cross:ident, $accounting:literal) => {
-        /// Listing 1, both tasks at priority 1: one executor thread.
+        /// Listing 1, both tasks at the high priority: one executor thread.
         #[preempt::app(main = false, accounting = $accounting)]
         mod $same {
             #[init]
@@ -222,25 +277,28 @@ macro_rules! switch_apps {
                 (Shared {}, Local {}, init::Monotonics())
             }
 
-            #[task(priority = 1)]
+            #[task(priority = 80)]
             fn task1(_cx: task1::Context, stamp: u64) {
                 let now = super::read_counter();
                 if stamp != 0 && !super::record_switch(now, stamp) {
                     return;
                 }
+                super::observe_policy(true);
                 task2::spawn(super::read_counter()).expect("task2's queue is full");
             }
 
-            #[task(priority = 1)]
+            #[task(priority = 80)]
             fn task2(_cx: task2::Context, stamp: u64) {
                 let now = super::read_counter();
                 if super::record_switch(now, stamp) {
+                    super::observe_policy(true);
                     task1::spawn(super::read_counter()).expect("task1's queue is full");
                 }
             }
         }
 
-        /// Listing 1 at priorities 1 and 2: two executor threads, a futex wake per spawn.
+        /// Listing 1 at the low and the high priority: two executor threads, a futex wake per
+        /// spawn.
         #[preempt::app(main = false, accounting = $accounting)]
         mod $cross {
             #[init]
@@ -249,15 +307,17 @@ macro_rules! switch_apps {
                 (Shared {}, Local {}, init::Monotonics())
             }
 
-            #[task(priority = 1)]
+            #[task(priority = 70)]
             fn task1(_cx: task1::Context) {
+                super::observe_policy(false);
                 task2::spawn(super::read_counter()).expect("task2's queue is full");
             }
 
-            #[task(priority = 2)]
+            #[task(priority = 80)]
             fn task2(_cx: task2::Context, stamp: u64) {
                 let now = super::read_counter();
                 if super::record_switch(now, stamp) {
+                    super::observe_policy(true);
                     task1::spawn().expect("task1's queue is full");
                 }
             }
@@ -270,8 +330,8 @@ switch_apps!(same_prio_bare, cross_prio_bare, false);
 
 macro_rules! resource_apps {
     ($resource:ident, $contended:ident, $accounting:literal) => {
-        /// An uncontended PCP lock: `r` is shared by priorities 1 and 2, so it is a real
-        /// PI-futex mutex; only the priority-1 task runs.
+        /// An uncontended PCP lock: `r` is shared by the low and the high priority, so it is a
+        /// real PI-futex mutex; only the low task runs.
         #[preempt::app(main = false, accounting = $accounting)]
         mod $resource {
             #[shared]
@@ -285,8 +345,9 @@ macro_rules! resource_apps {
                 (Shared { r: 0 }, Local {}, init::Monotonics())
             }
 
-            #[task(priority = 1, shared = [r])]
+            #[task(priority = 70, shared = [r])]
             fn bench(mut cx: bench::Context) {
+                super::observe_policy(false);
                 loop {
                     let t0 = super::read_counter();
                     let (t1, t2) = cx.shared.r.lock(|r| {
@@ -305,13 +366,13 @@ macro_rules! resource_apps {
             }
 
             /// Never spawned: it only raises `r`'s ceiling to 2.
-            #[task(priority = 2, shared = [r])]
+            #[task(priority = 80, shared = [r])]
             fn other(mut cx: other::Context) {
                 cx.shared.r.lock(|r| *r += 1);
             }
         }
 
-        /// Listing 2: the holder at priority 2 unlocks while the task at priority 1 waits.
+        /// Listing 2: the high holder unlocks while the low task waits.
         #[preempt::app(main = false, accounting = $accounting)]
         mod $contended {
             #[shared]
@@ -325,8 +386,9 @@ macro_rules! resource_apps {
                 (Shared { a: 0 }, Local {}, init::Monotonics())
             }
 
-            #[task(priority = 2, shared = [a])]
+            #[task(priority = 80, shared = [a])]
             fn task1(mut cx: task1::Context) {
+                super::observe_policy(true);
                 let (t0, confirmed) = cx.shared.a.lock(|a| {
                     *a += 1;
                     task2::spawn().expect("task2's queue is full");
@@ -338,8 +400,9 @@ macro_rules! resource_apps {
                 super::contended_round(confirmed, t0, t1);
             }
 
-            #[task(priority = 1, shared = [a])]
+            #[task(priority = 70, shared = [a])]
             fn task2(mut cx: task2::Context) {
+                super::observe_policy(false);
                 super::WAITER_TID.store(super::sched::current_tid(), super::Ordering::SeqCst);
                 super::WAITER_LOCKING.store(true, super::Ordering::SeqCst);
                 cx.shared.a.lock(|a| {
@@ -374,9 +437,10 @@ macro_rules! high_waiter_app {
                 (Shared { a: 0 }, Local {}, init::Monotonics())
             }
 
-            #[task(priority = 1, shared = [a])]
+            #[task(priority = 70, shared = [a])]
             fn holder(mut cx: holder::Context) {
                 super::pin_once(&super::HOLDER_PINNED, &super::HOLDER_CPU);
+                super::observe_policy(false);
                 let (t0, confirmed) = cx.shared.a.lock(|a| {
                     *a += 1;
                     waiter::spawn().expect("waiter's queue is full");
@@ -387,9 +451,10 @@ macro_rules! high_waiter_app {
                 super::contended_round(confirmed, t0, t1);
             }
 
-            #[task(priority = 2, shared = [a])]
+            #[task(priority = 80, shared = [a])]
             fn waiter(mut cx: waiter::Context) {
                 super::pin_once(&super::WAITER_PINNED, &super::WAITER_CPU);
+                super::observe_policy(true);
                 super::WAITER_TID.store(super::sched::current_tid(), super::Ordering::SeqCst);
                 super::WAITER_LOCKING.store(true, super::Ordering::SeqCst);
                 cx.shared.a.lock(|a| {
