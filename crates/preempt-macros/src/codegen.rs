@@ -143,6 +143,7 @@ fn shared_plan(
         let info = &analysis.shared[&ident.to_string()];
         let st = shared_static(ident);
         let ro = access.read_only;
+        let timed = app.args.accounting;
         let stats = if app.args.accounting {
             let ls = lockstat_static(owner, ident);
             quote!(::core::option::Option::Some(&#ls))
@@ -179,7 +180,7 @@ fn shared_plan(
                 )
             }
             (Access::Pcp { .. }, _, false) => {
-                let pty = quote!(::preempt::resource::SharedMut<'a, #ty>);
+                let pty = quote!(::preempt::resource::SharedMut<'a, #ty, #timed>);
                 (
                     quote!(&'a mut #pty),
                     SharedKind::Proxy {
@@ -191,7 +192,7 @@ fn shared_plan(
                 )
             }
             (Access::Pcp { .. }, _, true) => {
-                let pty = quote!(::preempt::resource::SharedRef<'a, #ty>);
+                let pty = quote!(::preempt::resource::SharedRef<'a, #ty, #timed>);
                 (
                     quote!(&'a mut #pty),
                     SharedKind::Proxy {

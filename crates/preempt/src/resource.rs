@@ -268,7 +268,10 @@ impl<T: 'static> Lock for ExclusiveRef<'_, T> {
 }
 
 /// A resource shared across priorities, locked under the Priority Ceiling Protocol.
-pub struct SharedMut<'a, T: 'static> {
+///
+/// `TIMED` is the app's `accounting`: a compile-time constant, so that a task's code is
+/// specialised for it whether or not the task is inlined into its dispatcher.
+pub struct SharedMut<'a, T: 'static, const TIMED: bool = true> {
     cell: &'static PcpCell<T>,
     priority: u8,
     stats: Option<&'static LockStats>,
@@ -277,7 +280,7 @@ pub struct SharedMut<'a, T: 'static> {
     _task: PhantomData<&'a mut T>,
 }
 
-impl<T: Send + 'static> SharedMut<'_, T> {
+impl<T: Send + 'static, const TIMED: bool> SharedMut<'_, T, TIMED> {
     /// The proxy of a task at `priority` for one job, measuring into `stats` if given.
     ///
     /// # Safety
@@ -306,13 +309,17 @@ impl<T: Send + 'static> SharedMut<'_, T> {
         let (stats, count) = (self.stats, &self.count);
         // SAFETY: `new`'s contract says the cell is initialised.
         unsafe {
-            self.cell
-                .lock(self.priority, |v| timed(stats, count, || f(v)))
+            if TIMED {
+                self.cell
+                    .lock(self.priority, |v| timed(stats, count, || f(v)))
+            } else {
+                self.cell.lock(self.priority, f)
+            }
         }
     }
 }
 
-impl<T: Send + 'static> Lock for SharedMut<'_, T> {
+impl<T: Send + 'static, const TIMED: bool> Lock for SharedMut<'_, T, TIMED> {
     type Target<'t> = &'t mut T;
 
     #[inline]
@@ -322,7 +329,7 @@ impl<T: Send + 'static> Lock for SharedMut<'_, T> {
 }
 
 /// Read-only access to a resource that other tasks write: still locked (PCP).
-pub struct SharedRef<'a, T: 'static> {
+pub struct SharedRef<'a, T: 'static, const TIMED: bool = true> {
     cell: &'static PcpCell<T>,
     priority: u8,
     stats: Option<&'static LockStats>,
@@ -330,7 +337,7 @@ pub struct SharedRef<'a, T: 'static> {
     _task: PhantomData<&'a T>,
 }
 
-impl<T: Send + 'static> SharedRef<'_, T> {
+impl<T: Send + 'static, const TIMED: bool> SharedRef<'_, T, TIMED> {
     /// The proxy of a task at `priority` for one job.
     ///
     /// # Safety
@@ -357,13 +364,17 @@ impl<T: Send + 'static> SharedRef<'_, T> {
         let (stats, count) = (self.stats, &self.count);
         // SAFETY: `new`'s contract says the cell is initialised.
         unsafe {
-            self.cell
-                .lock(self.priority, |v| timed(stats, count, || f(v)))
+            if TIMED {
+                self.cell
+                    .lock(self.priority, |v| timed(stats, count, || f(v)))
+            } else {
+                self.cell.lock(self.priority, |v| f(v))
+            }
         }
     }
 }
 
-impl<T: Send + 'static> Lock for SharedRef<'_, T> {
+impl<T: Send + 'static, const TIMED: bool> Lock for SharedRef<'_, T, TIMED> {
     type Target<'t> = &'t T;
 
     #[inline]
