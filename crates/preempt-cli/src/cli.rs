@@ -33,7 +33,7 @@ pub enum Command {
     /// Measure how fast a blocked SCHED_FIFO thread wakes up on eventfd, pipe, timerfd,
     /// a POSIX signal (and a GPIO line when one exists).
     Wakeup(WakeupArgs),
-    /// Microbenchmarks (NXP and Zephyr sets) as distributions in ns and CPU cycles.
+    /// Microbenchmarks (NXP, Zephyr and framework sets) as distributions in ns and CPU cycles.
     Micro(crate::micro::Args),
     /// The Zephyr RTIO talk's table: an IMU at 3200/6400 Hz plus extra sensors, read by one
     /// thread per sensor vs one RTIO (io_uring) context, against the imu-sim simulator: CPU
