@@ -21,7 +21,7 @@
 //! for seconds on the development VM), and only the order of the two levels matters to what
 //! is measured. Priorities are literals of the app (the macro needs them at compile time), so
 //! `--priority` cannot move them; each task records the policy its executor thread really has
-//! ([`observe_policy`]) and the child reports it in the row's notes.
+//! (`observe_policy`) and the child reports it in the row's notes.
 //!
 //! Samples go to lock-free [`Recorder`]s, preallocated before the app starts, so the tasks
 //! neither allocate nor lock to record; when a recorder is full the task calls
@@ -133,7 +133,7 @@ fn observe_policy(high: bool) {
     }
 }
 
-/// What [`observe_policy`] saw, for the row notes, e.g. `low level: SCHED_FIFO 70; high
+/// What `observe_policy` saw, for the row notes, e.g. `low level: SCHED_FIFO 70; high
 /// level: SCHED_FIFO 80`.
 pub fn policies_seen() -> String {
     let mut parts = Vec::new();
