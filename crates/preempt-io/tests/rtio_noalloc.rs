@@ -46,6 +46,7 @@ fn steady_state(backend: BackendChoice) -> Option<u64> {
         mempool_blocks: 4,
         mempool_block_size: 64,
         backend,
+        ..RtioConfig::default()
     };
     let Ok(mut r) = Rtio::new(cfg) else {
         println!("SKIP {backend:?}: unavailable here");

@@ -23,6 +23,7 @@ fn ctx(backend: BackendChoice, cq: usize, blocks: usize) -> Option<Rtio> {
         mempool_blocks: blocks,
         mempool_block_size: 16,
         backend,
+        ..RtioConfig::default()
     };
     match Rtio::new(cfg) {
         Ok(r) => Some(r),

@@ -66,6 +66,46 @@ pub struct RtioConfig {
     pub mempool_block_size: usize,
     /// Which backend to use.
     pub backend: BackendChoice,
+    /// io_uring: how the kernel hands completion work to the owner thread.
+    pub task_run: TaskRun,
+    /// io_uring: register the [`notify_fd`](Rtio::notify_fd) eventfd, which the kernel then
+    /// signals on every completion batch (a wake-up attempt each time). Turn it off when no
+    /// other thread or poll loop watches the context; `notify_fd` then never becomes
+    /// readable on io_uring.
+    pub notify_eventfd: bool,
+    /// io_uring: register the devices' descriptors with the ring (`IORING_REGISTER_FILES`,
+    /// `IOSQE_FIXED_FILE`), sparing the kernel a descriptor lookup and reference count per
+    /// operation. Falls back to plain descriptors if the registration fails.
+    pub fixed_files: bool,
+    /// io_uring: a socket read that ends its chain (or stands alone) is sent as
+    /// `IORING_OP_RECV` + `IORING_RECVSEND_POLL_FIRST`: the kernel arms the poll before
+    /// trying, instead of first attempting a receive that fails with `EAGAIN` (a response
+    /// that has not arrived yet). Reads with a linked successor stay `IORING_OP_READ`,
+    /// because a short RECV succeeds and would not break the chain.
+    pub socket_poll_first: bool,
+}
+
+/// How an io_uring context's deferred completion work (task work) reaches the owner
+/// thread (`IORING_SETUP_*` flags; the [`BackendInfo`] features say
+/// which the kernel accepted).
+///
+/// Every asynchronous step of a chain that waits on a descriptor (a poll-armed read) is
+/// continued by task work *of the submitting thread*: the kernel must run that thread to
+/// continue the chain, whichever mode is chosen. The modes differ in how it is told:
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskRun {
+    /// `SINGLE_ISSUER | DEFER_TASKRUN | TASKRUN_FLAG`: task work is queued on the ring and
+    /// runs only when the owner enters `io_uring_enter` to wait; a thread busy in user
+    /// space is never interrupted. Unlinked poll completions wake a waiting owner only once
+    /// enough are queued for the completions it waits for (lazy wake, Linux 6.10+); a
+    /// *linked* request always wakes it.
+    #[default]
+    Defer,
+    /// `SINGLE_ISSUER | COOP_TASKRUN | TASKRUN_FLAG`: task work is queued on the thread
+    /// without an IPI; it runs at the thread's next kernel entry or wake-up.
+    Cooperative,
+    /// No flags: task work interrupts the owner thread (signal-style notification).
+    Signal,
 }
 
 impl Default for RtioConfig {
@@ -76,6 +116,10 @@ impl Default for RtioConfig {
             mempool_blocks: 16,
             mempool_block_size: 256,
             backend: BackendChoice::Auto,
+            task_run: TaskRun::Defer,
+            notify_eventfd: true,
+            fixed_files: true,
+            socket_poll_first: true,
         }
     }
 }
@@ -231,6 +275,10 @@ pub(crate) struct Core {
     pub(crate) signals: Arc<SignalShared>,
     awaiting: usize,
     pub(crate) starved: usize,
+    /// The backend saw the wake eventfd become readable since the last
+    /// [`drain_signals`](Core::drain_signals): only then is it read (one `read` syscall per
+    /// wake-up, not one per executor pass).
+    pub(crate) wake_seen: bool,
 }
 
 impl Core {
@@ -398,6 +446,11 @@ impl Core {
 
     /// Completes signalled awaits and pending software requests.
     pub(crate) fn drain_signals(&mut self) -> io::Result<()> {
+        if !std::mem::take(&mut self.wake_seen) {
+            return Ok(());
+        }
+        // Reset the eventfd even with nothing awaiting, so a level-triggered backend does not
+        // report it again.
         if self.signals.wake.read()?.is_none() || self.awaiting == 0 {
             return Ok(());
         }
@@ -551,6 +604,7 @@ impl Rtio {
             signals,
             awaiting: 0,
             starved: 0,
+            wake_seen: false,
         };
         let engine = backend::create(&cfg, &mut core)?;
         Ok(Rtio {

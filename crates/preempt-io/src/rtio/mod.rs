@@ -45,7 +45,7 @@ pub mod simimu;
 pub mod types;
 
 pub use backend::{BackendChoice, BackendInfo, BackendKind, io_uring_disabled_sysctl};
-pub use context::{CallbackCx, Rtio, RtioConfig, Signaller};
+pub use context::{CallbackCx, Rtio, RtioConfig, Signaller, TaskRun};
 pub use iodev::{FdInfo, Iodev, IodevRequest, MultishotMode, Submit};
 pub use types::{
     Block, BufferId, CallbackFn, Cqe, IodevId, Op, RtioError, RtioStats, Sqe, SqeFlags, SqeHandle,

@@ -296,7 +296,7 @@ impl EpollEngine {
             .wait(&mut events, if wait { None } else { Some(0) })?;
         for ev in &events[..n] {
             match ev.token {
-                TOKEN_WAKE => {}
+                TOKEN_WAKE => core.wake_seen = true,
                 TOKEN_TIMER => self.expire_delays(core)?,
                 dev => self.ready(core, usize::try_from(dev).unwrap_or(usize::MAX), ev),
             }

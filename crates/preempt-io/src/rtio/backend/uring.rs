@@ -2,7 +2,8 @@
 //!
 //! * Ring set up with `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN` (completions
 //!   are processed only when the owner thread enters the kernel, so no task-work interrupts
-//!   the owner mid-computation) and `IORING_SETUP_R_DISABLED`, enabled on the first submit so
+//!   the owner mid-computation; `RtioConfig::task_run` selects COOP_TASKRUN or plain task
+//!   work instead) and `IORING_SETUP_R_DISABLED`, enabled on the first submit so
 //!   the context can be built on one thread and driven on another. Kernels without those flags
 //!   get a plain ring; [`BackendInfo::features`] says which.
 //! * A run of consecutive fd transfers/delays of one chain is pushed as `IOSQE_IO_LINK`ed
@@ -14,7 +15,17 @@
 //! * Multishot reads are `IORING_OP_READ_MULTISHOT` where the descriptor supports it; where it
 //!   cannot stay armed (old kernel, the first arm fails) a multishot `IORING_OP_POLL_ADD` plus
 //!   one read per readiness replaces it, and the descriptor's [`FdInfo`] says so.
-//! * An eventfd is registered for completion notification ([`Rtio::notify_fd`]).
+//! * An eventfd is registered for completion notification ([`Rtio::notify_fd`]) unless
+//!   `RtioConfig::notify_eventfd` is off (the kernel signals it on every completion batch).
+//! * Device descriptors are registered with the ring at enable (`IOSQE_FIXED_FILE`, slot =
+//!   iodev index) unless `RtioConfig::fixed_files` is off; a socket read that ends its link
+//!   run is `IORING_OP_RECV` with `IORING_RECVSEND_POLL_FIRST` (`socket_poll_first`).
+//! * Why a chain's consumer still runs once per asynchronous step: a poll-armed request is
+//!   continued by task work of the submitting thread, and `io_req_local_work_add` wakes that
+//!   thread for every task-work item of a *linked* request (lazy wake, which waits until as
+//!   many items are queued as the waiter wants completions, applies to unlinked requests
+//!   only); a multishot request queues at most one item however many events arrive, so
+//!   waiting for several of its completions at once would never be woken.
 //!
 //! [`FdInfo`]: super::super::FdInfo
 //! [`Rtio::notify_fd`]: super::super::Rtio::notify_fd
@@ -24,12 +35,12 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicU16, Ordering};
 
-use io_uring::types::{BufRingEntry, Fd, TimeoutFlags, Timespec};
+use io_uring::types::{BufRingEntry, Fd, Fixed, TimeoutFlags, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 
-use super::super::context::{Core, Dev, NONE, RtioConfig, State};
+use super::super::context::{Core, Dev, NONE, RtioConfig, State, TaskRun};
 use super::super::iodev::MultishotMode;
-use super::super::types::{Block, Op, SqeFlags};
+use super::super::types::{Block, IodevId, Op, SqeFlags};
 use super::{BackendInfo, BackendKind};
 use crate::sys::eventfd::EventFd;
 use crate::sys::fdio::FileKind;
@@ -41,6 +52,8 @@ const TAG_WAKE: u64 = 4;
 const TAG_POLL: u64 = 5;
 const TAG_MSREAD: u64 = 6;
 const BGID: u16 = 0;
+/// `IORING_RECVSEND_POLL_FIRST` (in the SQE's ioprio field for RECV).
+const POLL_FIRST: u16 = 1;
 
 fn ud(tag: u64, idx: u16, gn: u32) -> u64 {
     (tag << 56) | ((u64::from(gn) & 0xff_ffff) << 16) | u64::from(idx)
@@ -115,6 +128,29 @@ pub(crate) struct UringEngine {
     read_multi: bool,
     timespecs: Box<[Timespec]>,
     block_size: u32,
+    /// Register the devices' descriptors at enable (RtioConfig::fixed_files).
+    want_fixed: bool,
+    /// Descriptors are registered: fd ops use `IOSQE_FIXED_FILE` with the iodev index.
+    fixed: bool,
+    /// Socket reads as RECV + POLL_FIRST.
+    poll_first: bool,
+}
+
+/// The descriptor an SQE names: a plain fd or an index into the registered file table.
+#[derive(Clone, Copy)]
+enum Target {
+    Fd(Fd),
+    Fixed(Fixed),
+}
+
+/// Builds an opcode with `$t` as its descriptor, whichever kind it is.
+macro_rules! on_target {
+    ($t:expr, |$f:ident| $body:expr) => {
+        match $t {
+            Target::Fd($f) => $body,
+            Target::Fixed($f) => $body,
+        }
+    };
 }
 
 impl UringEngine {
@@ -129,25 +165,35 @@ impl UringEngine {
             .unwrap_or(8192)
             .max(entries * 2);
         let mut features = Vec::new();
-        let ring = match IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
+        let mut b = IoUring::builder();
+        let label = match cfg.task_run {
+            TaskRun::Defer => {
+                b.setup_single_issuer().setup_defer_taskrun();
+                "single issuer + defer taskrun"
+            }
+            TaskRun::Cooperative => {
+                b.setup_single_issuer().setup_coop_taskrun();
+                "single issuer + coop taskrun"
+            }
+            TaskRun::Signal => "signal-notified task work",
+        };
+        if cfg.task_run != TaskRun::Signal {
             // Sets IORING_SQ_TASKRUN when deferred completions wait, so a non-waiting poll
             // still enters the kernel to run them (io-wq completions, e.g. shmem writes).
-            .setup_taskrun_flag()
+            b.setup_taskrun_flag();
+        }
+        let ring = match b
             .setup_r_disabled()
             .setup_submit_all()
             .setup_cqsize(cq)
             .build(entries)
         {
             Ok(r) => {
-                features.push("single issuer + defer taskrun".into());
+                features.push(label.into());
                 r
             }
             Err(e) => {
-                features.push(format!(
-                    "single issuer + defer taskrun unavailable ({e}): plain ring"
-                ));
+                features.push(format!("{label} unavailable ({e}): plain ring"));
                 IoUring::builder()
                     .setup_r_disabled()
                     .setup_cqsize(cq)
@@ -172,8 +218,15 @@ impl UringEngine {
         }
         let mut read_multi = probe.is_supported(opcode::ReadMulti::CODE);
         let notify = EventFd::new(0, true)?;
-        ring.submitter().register_eventfd(notify.as_raw_fd())?;
-        features.push("eventfd completion notification".into());
+        if cfg.notify_eventfd {
+            ring.submitter().register_eventfd(notify.as_raw_fd())?;
+            features.push("eventfd completion notification".into());
+        } else {
+            features.push("no completion eventfd (RtioConfig::notify_eventfd = false)".into());
+        }
+        if cfg.socket_poll_first {
+            features.push("socket reads = IORING_OP_RECV with IORING_RECVSEND_POLL_FIRST".into());
+        }
         features.push(
             "regular-file (memfd) transfers run inline: shmem punts IOCB_NOWAIT ops to io-wq"
                 .into(),
@@ -230,6 +283,9 @@ impl UringEngine {
             read_multi,
             timespecs,
             block_size,
+            want_fixed: cfg.fixed_files,
+            fixed: false,
+            poll_first: cfg.socket_poll_first,
         })
     }
 
@@ -248,6 +304,28 @@ impl UringEngine {
     }
 
     pub(crate) fn enable(&mut self, core: &mut Core) -> io::Result<()> {
+        if self.want_fixed && !core.devs.is_empty() {
+            // Slot i = iodev i; software devices get an empty slot (-1).
+            let fds: Vec<i32> = core
+                .devs
+                .iter()
+                .map(|d| match d {
+                    Dev::Fd { fd, .. } => fd.as_raw_fd(),
+                    Dev::Soft(_) => -1,
+                })
+                .collect();
+            match self.ring.submitter().register_files(&fds) {
+                Ok(()) => {
+                    self.fixed = true;
+                    self.info
+                        .features
+                        .push("registered files (IOSQE_FIXED_FILE)".into());
+                }
+                Err(e) => self.info.features.push(format!(
+                    "registered files unavailable ({e}): plain descriptors"
+                )),
+            }
+        }
         self.ring.submitter().register_enable_rings()?;
         self.arm_wake(core);
         Ok(())
@@ -369,16 +447,45 @@ impl UringEngine {
         core.slots[i].skipped = skip;
         let user = ud(TAG_OP, idx, gn);
         let off = |o: Option<u64>| o.unwrap_or(u64::MAX);
-        let fd_of = |core: &Core, d| Fd(core.dev_fd(d).map_or(-1, |f| f.as_raw_fd()));
+        let fixed = self.fixed;
+        let fd_of = |core: &Core, d: IodevId| {
+            if fixed {
+                Target::Fixed(Fixed(u32::from(d.0)))
+            } else {
+                Target::Fd(Fd(core.dev_fd(d).map_or(-1, |f| f.as_raw_fd())))
+            }
+        };
         let entry = match sqe.op {
             Op::Read {
                 iodev,
                 buf: Some(b),
                 len,
+                offset: None,
+            } if self.poll_first
+                // Only an entry that ends its kernel link run: a short RECV (no MSG_WAITALL)
+                // succeeds and would not break the link, where a short READ does, and the
+                // skip-success bookkeeping (`finish_skipped_before`) relies on that.
+                && !link
+                && core
+                    .dev_info(iodev)
+                    .is_some_and(|x| x.kind == FileKind::Socket) =>
+            {
+                let ptr = core.buffer_ptr(b);
+                on_target!(fd_of(core, iodev), |t| opcode::Recv::new(t, ptr, len)
+                    .ioprio(POLL_FIRST)
+                    .build())
+            }
+            Op::Read {
+                iodev,
+                buf: Some(b),
+                len,
                 offset,
-            } => opcode::Read::new(fd_of(core, iodev), core.buffer_ptr(b), len)
-                .offset(off(offset))
-                .build(),
+            } => {
+                let ptr = core.buffer_ptr(b);
+                on_target!(fd_of(core, iodev), |t| opcode::Read::new(t, ptr, len)
+                    .offset(off(offset))
+                    .build())
+            }
             Op::Read {
                 iodev,
                 buf: None,
@@ -397,29 +504,41 @@ impl UringEngine {
                     }
                     return;
                 }
-                opcode::Read::new(fd_of(core, iodev), std::ptr::null_mut(), len)
-                    .offset(off(offset))
-                    .buf_group(BGID)
-                    .build()
-                    .flags(squeue::Flags::BUFFER_SELECT)
+                on_target!(fd_of(core, iodev), |t| opcode::Read::new(
+                    t,
+                    std::ptr::null_mut(),
+                    len
+                )
+                .offset(off(offset))
+                .buf_group(BGID)
+                .build()
+                .flags(squeue::Flags::BUFFER_SELECT))
             }
             Op::Write {
                 iodev,
                 buf,
                 len,
                 offset,
-            } => opcode::Write::new(fd_of(core, iodev), core.buffer_ptr(buf), len)
-                .offset(off(offset))
-                .build(),
+            } => {
+                let ptr = core.buffer_ptr(buf);
+                on_target!(fd_of(core, iodev), |t| opcode::Write::new(t, ptr, len)
+                    .offset(off(offset))
+                    .build())
+            }
             Op::TinyWrite {
                 iodev, len, offset, ..
             } => {
                 let Op::TinyWrite { data, .. } = &core.slots[i].sqe.op else {
                     return;
                 };
-                opcode::Write::new(fd_of(core, iodev), data.as_ptr(), u32::from(len))
-                    .offset(off(offset))
-                    .build()
+                let ptr = data.as_ptr();
+                on_target!(fd_of(core, iodev), |t| opcode::Write::new(
+                    t,
+                    ptr,
+                    u32::from(len)
+                )
+                .offset(off(offset))
+                .build())
             }
             Op::Transceive {
                 iodev,
@@ -429,15 +548,16 @@ impl UringEngine {
                 offset,
             } => {
                 core.slots[i].tx_err = 0;
-                let w = opcode::Write::new(fd_of(core, iodev), core.buffer_ptr(tx), len)
+                let (tp, rp) = (core.buffer_ptr(tx), core.buffer_ptr(rx));
+                let w = on_target!(fd_of(core, iodev), |t| opcode::Write::new(t, tp, len)
                     .offset(off(offset))
-                    .build()
-                    .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
-                    .user_data(ud(TAG_TX, idx, gn));
+                    .build())
+                .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+                .user_data(ud(TAG_TX, idx, gn));
                 self.push(&w);
-                opcode::Read::new(fd_of(core, iodev), core.buffer_ptr(rx), len)
+                on_target!(fd_of(core, iodev), |t| opcode::Read::new(t, rp, len)
                     .offset(off(offset))
-                    .build()
+                    .build())
             }
             Op::Delay { deadline_ns } => {
                 self.timespecs[i] = Timespec::new()
@@ -568,6 +688,7 @@ impl UringEngine {
     fn complete(&mut self, core: &mut Core, u: u64, mut res: i32, flags: u32) {
         let (tag, idx, gn) = ud_parts(u);
         if tag == TAG_WAKE {
+            core.wake_seen = true;
             if !cqueue::more(flags) {
                 self.arm_wake(core);
             }

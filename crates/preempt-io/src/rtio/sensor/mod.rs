@@ -13,7 +13,9 @@
 //!   STATUS, the count block and `FIFO_DATA` — six bus messages after the interrupt, all
 //!   linked, with only the FIFO read reporting. On io_uring each response read is poll-armed
 //!   in the kernel and the chain continues from the kernel's task work; the consumer returns
-//!   to user space once per chain.
+//!   to user space once per chain. [`stream_spi_with`] and [`SpiMode::Queued`] queue the
+//!   three commands to the bus before reading the three responses (one bus wake-up per
+//!   interrupt instead of three), as an RTIO submission queue in front of a bus driver does.
 //! * [`ImuDecoder`] reports frame counts per channel and decodes frames to q31 + shift with
 //!   per-frame timestamps back-dated from the interrupt time at the nominal ODR period.
 //! * [`processing_loop`] is the ready consume loop: wait, hand each completed read to a
@@ -104,13 +106,30 @@ pub struct SensorEvent<'a> {
     pub data: &'a [u8],
 }
 
+/// How the per-interrupt SPI reads of a [`stream_spi_with`] stream use the bus.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpiMode {
+    /// One transfer at a time, as a blocking driver does: (command, response) for STATUS,
+    /// then for the count block, then for `FIFO_DATA` — each command is sent only after the
+    /// previous response arrived.
+    #[default]
+    Sequential,
+    /// The three read commands are queued to the bus at once and the three responses read
+    /// after, in order: what an RTIO submission queue in front of a bus driver does (Zephyr's
+    /// SPI iodev runs queued submissions back to back). Still one linked chain; the bus
+    /// executes the commands in arrival order, so the responses come back in order and the
+    /// data is the same as [`Sequential`](SpiMode::Sequential)'s. The consumer wakes the bus
+    /// once per interrupt instead of once per transfer.
+    Queued,
+}
+
 /// How a stream reaches its device's registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StreamBus {
     /// Register memfd: linked `pread`s / `pwrite`s.
     Memfd(IodevId),
-    /// SPI bus socket: command / response messages.
-    Spi(IodevId),
+    /// SPI bus socket: command / response messages, in the given mode.
+    Spi(IodevId, SpiMode),
     /// SPI bus socket, the three reads as one bus transaction (one command, one response).
     SpiTransaction(IodevId),
 }
@@ -244,7 +263,7 @@ pub fn stream_spi_transaction(
     userdata: u64,
 ) -> io::Result<ImuStream> {
     let mut s = stream_spi(rtio, bus, int, triggers, watermark, userdata)?;
-    let StreamBus::Spi(bus) = s.bus else {
+    let StreamBus::Spi(bus, _) = s.bus else {
         return Err(io::Error::other("stream_spi built a non-SPI stream"));
     };
     let mut cmd = [0_u8; simimu::SPI_CMD_LEN * 4];
@@ -265,7 +284,8 @@ pub fn stream_spi_transaction(
 
 /// Starts streaming from a simulated IMU over its SPI bus socket (Zephyr `sensor_stream`):
 /// like [`stream`], but every register access is a command/response transfer on `bus` and the
-/// FIFO is popped through `FIFO_DATA` (see [`simimu`]).
+/// FIFO is popped through `FIFO_DATA` (see [`simimu`]). The transfers run one at a time
+/// ([`SpiMode::Sequential`]); [`stream_spi_with`] chooses.
 ///
 /// # Errors
 /// Bad watermark or no trigger (`InvalidInput`); bus transfer or RTIO setup errors.
@@ -277,6 +297,30 @@ pub fn stream_spi(
     watermark: u32,
     userdata: u64,
 ) -> io::Result<ImuStream> {
+    stream_spi_with(
+        rtio,
+        bus,
+        int,
+        triggers,
+        watermark,
+        userdata,
+        SpiMode::Sequential,
+    )
+}
+
+/// [`stream_spi`] with the bus usage chosen by `mode`.
+///
+/// # Errors
+/// As [`stream_spi`].
+pub fn stream_spi_with(
+    rtio: &mut Rtio,
+    bus: OwnedFd,
+    int: OwnedFd,
+    triggers: &[StreamTrigger],
+    watermark: u32,
+    userdata: u64,
+    mode: SpiMode,
+) -> io::Result<ImuStream> {
     let config = trigger_config(triggers, watermark)?;
     let mut odr = [0_u8; 4];
     spi_read(bus.as_fd(), simimu::REG_ODR_HZ, &mut odr)?;
@@ -287,7 +331,7 @@ pub fn stream_spi(
     let bus = rtio.register_fd("imu-spi", bus)?;
     let int = rtio.register_fd("imu-int", int)?;
     Ok(ImuStream {
-        bus: StreamBus::Spi(bus),
+        bus: StreamBus::Spi(bus, mode),
         int,
         int_buf: rtio.alloc_buffer(8)?,
         status_buf: rtio.alloc_buffer(4)?,
@@ -315,7 +359,8 @@ impl ImuStream {
     pub fn arm(&mut self, rtio: &mut Rtio) -> Result<(), RtioError> {
         let regs = match self.bus {
             StreamBus::Memfd(regs) => regs,
-            StreamBus::Spi(bus) => return self.arm_spi(rtio, bus),
+            StreamBus::Spi(bus, SpiMode::Sequential) => return self.arm_spi(rtio, bus),
+            StreamBus::Spi(bus, SpiMode::Queued) => return self.arm_spi_queued(rtio, bus),
             StreamBus::SpiTransaction(bus) => return self.arm_transaction(rtio, bus),
         };
         let rd = self.rd.to_le_bytes();
@@ -399,6 +444,32 @@ impl ImuStream {
             )?;
             // The bus answers with the whole frames available: a short read, last in the
             // chain, so it breaks nothing.
+            rtio.prepare(Sqe::read(bus, self.fifo_buf, len32(simimu::FIFO_BURST_LEN)).userdata(u))?;
+        }
+        self.armed = true;
+        Ok(())
+    }
+
+    /// The queued SPI chain: read INT, the three read commands (STATUS, count, FIFO_DATA),
+    /// then the three responses, all linked. With only Nop triggers the FIFO is not read.
+    fn arm_spi_queued(&mut self, rtio: &mut Rtio, bus: IodevId) -> Result<(), RtioError> {
+        let u = self.userdata;
+        let fetch = self.triggers.iter().any(|t| t.opt != DataOpt::Nop);
+        let link = |sqe: Sqe| sqe.chained().no_response().userdata(u);
+        rtio.prepare(link(Sqe::read(self.int, self.int_buf, 8)))?;
+        let cmd = |reg, len| Sqe::tiny_write(bus, &simimu::spi_read_cmd(reg, len32(len)));
+        rtio.prepare(link(cmd(simimu::REG_STATUS, 4)))?;
+        rtio.prepare(link(cmd(simimu::REG_FIFO_COUNT, simimu::COUNT_BLOCK_LEN)))?;
+        if fetch {
+            rtio.prepare(link(cmd(simimu::REG_FIFO_DATA, simimu::FIFO_BURST_LEN)))?;
+        }
+        rtio.prepare(link(Sqe::read(bus, self.status_buf, 4)))?;
+        let count = Sqe::read(bus, self.count_buf, len32(simimu::COUNT_BLOCK_LEN)).userdata(u);
+        if !fetch {
+            rtio.prepare(count)?;
+        } else {
+            rtio.prepare(count.chained().no_response())?;
+            // Short read (the frames available), last in the chain: breaks nothing.
             rtio.prepare(Sqe::read(bus, self.fifo_buf, len32(simimu::FIFO_BURST_LEN)).userdata(u))?;
         }
         self.armed = true;
@@ -513,7 +584,7 @@ impl ImuStream {
             header.frames = len32(n);
             return Ok((header, &data[..n * FRAME_LEN]));
         }
-        if let StreamBus::Spi(_) = self.bus {
+        if let StreamBus::Spi(..) = self.bus {
             // The FIFO_DATA read popped the frames already (the bus advanced FIFO_RD): what
             // was read is consumed, whatever the option, so a Nop outcome still delivers it.
             let fetched = self.triggers.iter().any(|t| t.opt != DataOpt::Nop);
