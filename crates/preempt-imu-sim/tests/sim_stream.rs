@@ -7,11 +7,11 @@ use std::path::Path;
 use preempt_imu_sim::sim::{Bus, SimConfig};
 use preempt_imu_sim::spawn::SimProcess;
 use preempt_io::rtio::sensor::{
-    self, Channel, DataOpt, ImuDecoder, Q31Sample, StreamTrigger, Trigger,
+    self, Channel, DataOpt, ImuDecoder, Q31Sample, SpiMode, StreamTrigger, Trigger,
 };
 use preempt_io::rtio::{BackendChoice, Rtio, RtioConfig};
 
-fn run(backend: BackendChoice, bus: Bus, transaction: bool) {
+fn run(backend: BackendChoice, bus: Bus, transaction: bool, mode: SpiMode) {
     let cfg = SimConfig {
         bus,
         // A fast bus keeps the test short; the benchmark uses the 10 MHz default.
@@ -28,6 +28,7 @@ fn run(backend: BackendChoice, bus: Bus, transaction: bool) {
         mempool_blocks: 0,
         mempool_block_size: 0,
         backend,
+        ..RtioConfig::default()
     };
     let mut rtio = match Rtio::new(rcfg) {
         Ok(r) => r,
@@ -52,7 +53,7 @@ fn run(backend: BackendChoice, bus: Bus, transaction: bool) {
                 if transaction {
                     sensor::stream_spi_transaction(&mut rtio, sock, int, &triggers, 4, i as u64)
                 } else {
-                    sensor::stream_spi(&mut rtio, sock, int, &triggers, 4, i as u64)
+                    sensor::stream_spi_with(&mut rtio, sock, int, &triggers, 4, i as u64, mode)
                 }
             }
         };
@@ -118,8 +119,14 @@ fn run(backend: BackendChoice, bus: Bus, transaction: bool) {
 
 #[test]
 fn imu_stream_over_io_uring_and_epoll() {
-    for (bus, txn) in [(Bus::Memfd, false), (Bus::Spi, false), (Bus::Spi, true)] {
-        run(BackendChoice::IoUring, bus, txn);
-        run(BackendChoice::Epoll, bus, txn);
+    for (bus, txn, mode) in [
+        (Bus::Memfd, false, SpiMode::Sequential),
+        (Bus::Spi, false, SpiMode::Sequential),
+        // The three commands queued to the bus, then the three responses: same data.
+        (Bus::Spi, false, SpiMode::Queued),
+        (Bus::Spi, true, SpiMode::Sequential),
+    ] {
+        run(BackendChoice::IoUring, bus, txn, mode);
+        run(BackendChoice::Epoll, bus, txn, mode);
     }
 }
