@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use preempt_imu_sim::sim::{Bus, SimConfig};
 use preempt_imu_sim::spawn::SimProcess;
 use preempt_io::rtio::sensor::{
-    self, Channel, DataOpt, ImuDecoder, Q31Sample, StreamTrigger, Trigger,
+    self, Channel, DataOpt, ImuDecoder, Q31Sample, SpiMode, StreamTrigger, Trigger,
 };
 use preempt_io::rtio::simimu::{self, CountBlock, FIFO_FRAMES, FRAME_LEN, Frame};
-use preempt_io::rtio::{BackendChoice, Rtio, RtioConfig};
+use preempt_io::rtio::{BackendChoice, Rtio, RtioConfig, TaskRun};
 use preempt_io::sys::clock::{self, ClockId};
 use preempt_io::sys::fdio;
 use preempt_io::sys::sched::{self, Policy};
@@ -66,6 +66,8 @@ pub struct CellSpec {
     pub transaction: bool,
     /// SPI bus time per byte, ns.
     pub bus_ns_per_byte: u32,
+    /// RTIO design on the `spi` bus: queued or sequential transfers.
+    pub rtio_spi: SpiMode,
 }
 
 /// Results of one cell (units in field names).
@@ -95,6 +97,9 @@ pub struct CellResult {
     pub consumer_cpu_load_pct: f64,
     /// Process CPU time / wall time (all consumer threads, incl. io_uring workers).
     pub process_cpu_pct: f64,
+    /// Process CPU time per processed frame, ns: the cost of one sample, independent of how
+    /// many samples the simulator managed to generate on a loaded machine.
+    pub process_cpu_per_sample_ns: f64,
     /// Latency sample stored (INT) → processed, IMU frames.
     pub latency_p50_ns: u64,
     /// 99th percentile.
@@ -426,9 +431,15 @@ fn rtio_consumer(
         mempool_blocks: 0,
         mempool_block_size: 0,
         backend: spec.backend,
+        // Measured on this VM (runs/README.md, v3): DEFER_TASKRUN beat COOP_TASKRUN and
+        // signal-style task work by 7-15 % per sample; fixed files + RECV with POLL_FIRST
+        // saved ~4 %; the completion eventfd (nobody reads it here) cost ~2 us per sample.
+        task_run: TaskRun::Defer,
+        notify_eventfd: false,
+        fixed_files: true,
+        socket_poll_first: true,
     };
     let mut rtio = Rtio::new(cfg)?;
-    let backend = format!("{:?} ({})", rtio.backend().kind, rtio.backend().reason);
     let triggers = [StreamTrigger {
         trigger: Trigger::DataReady,
         opt: DataOpt::Include,
@@ -440,7 +451,15 @@ fn rtio_consumer(
             Bus::Spi if spec.transaction => {
                 sensor::stream_spi_transaction(&mut rtio, regs, int, &triggers, 1, i as u64)?
             }
-            Bus::Spi => sensor::stream_spi(&mut rtio, regs, int, &triggers, 1, i as u64)?,
+            Bus::Spi => sensor::stream_spi_with(
+                &mut rtio,
+                regs,
+                int,
+                &triggers,
+                1,
+                i as u64,
+                spec.rtio_spi,
+            )?,
         });
     }
     let mut failures = 0_u64;
@@ -457,6 +476,18 @@ fn rtio_consumer(
     if failures > 0 {
         eprintln!("rtio-bench: {failures} RTIO chains failed");
     }
+    // After the run: the ring registers its files when the first submit enables it.
+    let backend = format!(
+        "{:?} ({}; {}){}",
+        rtio.backend().kind,
+        rtio.backend().reason,
+        rtio.backend().features.join(", "),
+        match (spec.bus, spec.transaction) {
+            (Bus::Spi, false) => format!("; spi transfers {:?}", spec.rtio_spi),
+            _ => String::new(),
+        }
+    );
+
     Ok((states, fifo_ok, backend))
 }
 
@@ -662,6 +693,7 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         imu_samples_processed: states[0].processed,
         consumer_cpu_load_pct: 100.0 * busy as f64 / (tot1 - tot0).max(1) as f64,
         process_cpu_pct: 100.0 * (pcpu1 - pcpu0) as f64 / wall as f64,
+        process_cpu_per_sample_ns: (pcpu1 - pcpu0) as f64 / samples.max(1) as f64,
         latency_p50_ns: percentile(&lat, 0.50),
         latency_p99_ns: percentile(&lat, 0.99),
         latency_max_ns: lat.last().copied().unwrap_or(0),

@@ -5,13 +5,23 @@ use std::path::PathBuf;
 
 use preempt_imu_sim::sim::Bus;
 use preempt_io::rtio::BackendChoice;
+use preempt_io::rtio::sensor::SpiMode;
 use preempt_io::rtio::simimu::DEFAULT_BUS_NS_PER_BYTE;
+
+use crate::cell::{Design, extra_label};
 
 /// Long help appended to `--help`.
 pub const ABOUT: &str = "Runs the Zephyr RTIO talk's table: ODR {3200,6400} x extra streams {none, 1@100Hz, \
 2@100Hz, 1@400Hz, 2@400Hz} x {thread-based, RTIO-based}, on the simulated SPI bus (default) and/or \
 the memfd register window. --sweep instead raises --work-us at 6400 Hz + 2@400Hz until each design \
-first misses an event and reports both break points. Exit codes: 0 ok, 1 runtime error, 2 bad flags.";
+first misses an event and reports both break points. Both designs read every sample on its \
+data-ready interrupt (the talk does not say its RTIO row used the FIFO watermark, and its equal \
+latencies suggest it did not). Thread-based: one SCHED_FIFO thread per device, blocking transfers \
+one at a time. RTIO-based: one thread, one io_uring context (DEFER_TASKRUN, registered files, \
+RECV+POLL_FIRST for the last read of a chain, no completion eventfd), one linked chain per device \
+and interrupt; on --bus spi the chain queues the three read commands before reading the three \
+responses (--rtio-spi). Each cell's JSON records the RTIO backend's features. \
+Exit codes: 0 ok, 1 runtime error, 2 bad flags.";
 
 /// Register bus of the simulated devices (`--bus`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -117,6 +127,39 @@ pub struct Args {
     /// Path of the imu-sim binary (default: next to this executable).
     #[arg(long)]
     pub imu_sim: Option<PathBuf>,
+    /// Table rows to run, comma-separated extra-stream labels: none, 1@100Hz, 2@100Hz,
+    /// 1@400Hz, 2@400Hz (the "Hz" may be left out). Default: all five (the talk's rows).
+    #[arg(long, value_delimiter = ',')]
+    pub extra: Vec<String>,
+    /// Designs to run, comma-separated: thread, rtio. Default: both (e.g. `--design rtio`
+    /// to profile one design alone).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub design: Vec<DesignArg>,
+    /// How the RTIO design uses the `spi` bus: `queued` (default) queues the three read
+    /// commands of an interrupt to the bus at once and then reads the three responses, as an
+    /// RTIO submission queue in front of a bus driver does; `sequential` sends each command
+    /// only after the previous response, like the thread-based design's blocking transfers.
+    /// The thread-based design is always sequential (a blocking transfer API).
+    #[arg(long, value_enum, default_value_t = RtioSpiArg::Queued)]
+    pub rtio_spi: RtioSpiArg,
+}
+
+/// RTIO use of the SPI bus (`--rtio-spi`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RtioSpiArg {
+    /// All three commands queued, then the three responses.
+    Queued,
+    /// One command/response pair at a time.
+    Sequential,
+}
+
+/// A consumer design (`--design`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DesignArg {
+    /// One blocking SCHED_FIFO thread per device.
+    Thread,
+    /// One thread driving an RTIO context.
+    Rtio,
 }
 
 /// Validated configuration.
@@ -146,6 +189,26 @@ pub struct Config {
     pub backend: BackendChoice,
     /// Simulator binary.
     pub imu_sim: PathBuf,
+    /// Extra-stream rows to run (rates per row).
+    pub extra_rows: Vec<Vec<u32>>,
+    /// Designs to run, in table order.
+    pub designs: Vec<Design>,
+    /// RTIO design's use of the SPI bus.
+    pub rtio_spi: SpiMode,
+}
+
+/// The talk's extra-stream rows.
+pub const EXTRA_ROWS: [&[u32]; 5] = [&[], &[100], &[100, 100], &[400], &[400, 400]];
+
+fn parse_extra(label: &str) -> Result<Vec<u32>, String> {
+    let l = label.trim().trim_end_matches("Hz").trim_end_matches("hz");
+    EXTRA_ROWS
+        .iter()
+        .find(|r| extra_label(r).trim_end_matches("Hz") == l)
+        .map(|r| r.to_vec())
+        .ok_or_else(|| {
+            format!("--extra: '{label}' is not one of none, 1@100Hz, 2@100Hz, 1@400Hz, 2@400Hz")
+        })
 }
 
 /// Where `imu-sim` is by default: next to this executable (or one level up from `deps/`).
@@ -213,7 +276,39 @@ impl Config {
                 buses.push(Link::from(*b));
             }
         }
+        let extra_rows = if a.extra.is_empty() {
+            EXTRA_ROWS.iter().map(|r| r.to_vec()).collect()
+        } else {
+            let mut rows: Vec<Vec<u32>> = Vec::new();
+            for l in &a.extra {
+                let r = parse_extra(l)?;
+                if !rows.contains(&r) {
+                    rows.push(r);
+                }
+            }
+            rows
+        };
+        let mut designs = Vec::new();
+        for d in if a.design.is_empty() {
+            &[DesignArg::Thread, DesignArg::Rtio][..]
+        } else {
+            &a.design[..]
+        } {
+            let d = match d {
+                DesignArg::Thread => Design::ThreadBased,
+                DesignArg::Rtio => Design::RtioBased,
+            };
+            if !designs.contains(&d) {
+                designs.push(d);
+            }
+        }
         Ok(Config {
+            rtio_spi: match a.rtio_spi {
+                RtioSpiArg::Queued => SpiMode::Queued,
+                RtioSpiArg::Sequential => SpiMode::Sequential,
+            },
+            extra_rows,
+            designs,
             duration_ns: (a.duration * 1e9) as u64,
             work_us: a.work_us,
             sweep: a.sweep,
@@ -305,5 +400,31 @@ mod tests {
         assert_eq!(labels, vec!["memfd", "spi", "spi-txn"]);
         let d = p(&[]).unwrap();
         assert_eq!((d.buses[0].label(), d.bus_ns_per_byte), ("spi", 800));
+        assert_eq!(d.extra_rows.len(), 5);
+        assert_eq!(d.designs, vec![Design::ThreadBased, Design::RtioBased]);
+        assert_eq!(d.rtio_spi, SpiMode::Queued);
+    }
+
+    #[test]
+    fn row_design_and_rtio_spi_selection() {
+        let c = p(&[
+            "--extra",
+            "2@400,none,2@400Hz",
+            "--design",
+            "rtio",
+            "--rtio-spi",
+            "sequential",
+        ])
+        .unwrap();
+        assert_eq!(c.extra_rows, vec![vec![400, 400], vec![]]);
+        assert_eq!(c.designs, vec![Design::RtioBased]);
+        assert_eq!(c.rtio_spi, SpiMode::Sequential);
+        assert!(p(&["--extra", "3@100"]).unwrap_err().starts_with("--extra"));
+        assert!(p(&["--design", "fibers"]).unwrap_err().contains("--design"));
+        assert!(
+            p(&["--rtio-spi", "parallel"])
+                .unwrap_err()
+                .contains("--rtio-spi")
+        );
     }
 }

@@ -82,9 +82,6 @@ impl Error {
     }
 }
 
-/// The talk's extra-stream rows.
-const EXTRA_ROWS: [&[u32]; 5] = [&[], &[100], &[100, 100], &[400], &[400, 400]];
-
 fn spec(
     cfg: &Config,
     bus: cli::Link,
@@ -106,6 +103,7 @@ fn spec(
         bus: bus.bus,
         transaction: bus.transaction,
         bus_ns_per_byte: cfg.bus_ns_per_byte,
+        rtio_spi: cfg.rtio_spi,
     }
 }
 
@@ -186,7 +184,7 @@ fn run_config(cfg: &Config, argv: Vec<String>) -> std::io::Result<Document> {
     let mut breaks = Vec::new();
     if cfg.sweep {
         for &bus in &cfg.buses {
-            for d in [Design::ThreadBased, Design::RtioBased] {
+            for &d in &cfg.designs {
                 let b = sweep(cfg, bus, d)?;
                 println!(
                     "break point {:<5} {:<6} at {} Hz + {}: sustains {:?} us/sample, first misses at {:?} us",
@@ -203,8 +201,8 @@ fn run_config(cfg: &Config, argv: Vec<String>) -> std::io::Result<Document> {
     } else {
         for &bus in &cfg.buses {
             for &odr in &cfg.odrs {
-                for extra in EXTRA_ROWS {
-                    for d in [Design::ThreadBased, Design::RtioBased] {
+                for extra in &cfg.extra_rows {
+                    for &d in &cfg.designs {
                         let r = cell::run_cell(
                             &cfg.imu_sim,
                             &spec(cfg, bus, odr, extra, d, cfg.work_us),
@@ -215,12 +213,13 @@ fn run_config(cfg: &Config, argv: Vec<String>) -> std::io::Result<Document> {
                             );
                         }
                         eprintln!(
-                            "  {:<5} {odr} Hz {:<8} {:<6}: cpu {:.1}% proc {:.1}% missed {} overruns {}",
+                            "  {:<5} {odr} Hz {:<8} {:<6}: cpu {:.1}% proc {:.1}% ({:.1} us/sample) missed {} overruns {}",
                             r.bus,
                             r.extra_streams,
                             r.design,
                             r.consumer_cpu_load_pct,
                             r.process_cpu_pct,
+                            r.process_cpu_per_sample_ns / 1000.0,
                             r.missed_events,
                             r.sim_overruns
                         );
