@@ -110,6 +110,9 @@ fn bus_table(
                 num(format!("{:.1}", c.consumer_cpu_load_pct))
             }));
             row.extend(pair(*t, *rc, &|c| num(format!("{:.1}", c.process_cpu_pct))));
+            row.extend(pair(*t, *rc, &|c| {
+                num(format!("{:.1}", c.process_cpu_per_sample_ns / 1000.0))
+            }));
             row.extend(pair(*t, *rc, &|c| num(latency(c))));
             row.extend(pair(*t, *rc, &|c| num(jitter(c))));
             row.extend(pair(*t, *rc, &missed));
@@ -127,6 +130,8 @@ fn bus_table(
             "CPU load % RTIO",
             "process CPU % thread",
             "process CPU % RTIO",
+            "CPU µs / frame thread",
+            "CPU µs / frame RTIO",
             "latency p50 / p99 / max µs thread",
             "latency p50 / p99 / max µs RTIO",
             "jitter p-p / σ µs thread",

@@ -521,6 +521,9 @@ pub fn rtio_bench() -> ResultFile {
                     imu_samples_processed: u64::from(odr) * 5 / 2 - missed,
                     consumer_cpu_load_pct: if rtio { cpu * 0.83 } else { cpu } + 10.0,
                     process_cpu_pct: if rtio { cpu * 0.85 } else { cpu },
+                    // CPU time over the frames of the run: % of 2.5 s per processed sample.
+                    process_cpu_per_sample_ns: if rtio { cpu * 0.85 } else { cpu } / 100.0 * 2.5e9
+                        / (f64::from(odr) * 2.5 + f64::from(streams) * 2.5),
                     latency_p50_ns: if rtio { 128_000 } else { 171_000 } + n as u64 * 4_000,
                     latency_p99_ns: if rtio { 296_000 } else { 412_000 } + n as u64 * 30_000,
                     latency_max_ns: if rtio { 1_778_000 } else { 5_669_000 } + n as u64 * 200_000,

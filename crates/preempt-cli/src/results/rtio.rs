@@ -77,6 +77,11 @@ pub struct RtioCell {
     pub consumer_cpu_load_pct: f64,
     /// Process CPU time over wall time (all consumer threads, io_uring workers included).
     pub process_cpu_pct: f64,
+    /// Process CPU time per processed frame, ns: the cost of one sample, independent of how
+    /// many samples the simulator generated on a loaded machine (0 in files written before
+    /// the field existed).
+    #[serde(default)]
+    pub process_cpu_per_sample_ns: f64,
     /// Latency sample stored (= interrupt) → processed, IMU frames: median.
     pub latency_p50_ns: u64,
     /// 99th percentile.
@@ -283,6 +288,7 @@ impl RtioBenchResult {
             "work_us",
             "consumer_cpu_load_pct",
             "process_cpu_pct",
+            "process_cpu_per_sample_ns",
             "latency_p50_ns",
             "latency_p99_ns",
             "latency_max_ns",
@@ -306,6 +312,7 @@ impl RtioBenchResult {
                     c.work_us.to_string(),
                     format!("{:.2}", c.consumer_cpu_load_pct),
                     format!("{:.2}", c.process_cpu_pct),
+                    format!("{:.0}", c.process_cpu_per_sample_ns),
                     c.latency_p50_ns.to_string(),
                     c.latency_p99_ns.to_string(),
                     c.latency_max_ns.to_string(),
@@ -338,6 +345,7 @@ impl From<&CellResult> for RtioCell {
             imu_samples_processed,
             consumer_cpu_load_pct,
             process_cpu_pct,
+            process_cpu_per_sample_ns,
             latency_p50_ns,
             latency_p99_ns,
             latency_max_ns,
@@ -364,6 +372,7 @@ impl From<&CellResult> for RtioCell {
             imu_samples_processed,
             consumer_cpu_load_pct,
             process_cpu_pct,
+            process_cpu_per_sample_ns,
             latency_p50_ns,
             latency_p99_ns,
             latency_max_ns,
