@@ -3,9 +3,16 @@
 //! `imu-sim` with them inherited at fixed descriptor numbers, and kill it on drop. The child
 //! also has SIGKILL as its parent-death signal, so it dies with the reader even if the reader
 //! is killed (see `preempt_io::sys::process`).
+//!
+//! The child runs in a process group of its own: a terminal's Ctrl-C (sent to the whole
+//! foreground process group) reaches the reader only, which can then finish what it is
+//! measuring and stop the simulator itself ([`SimProcess::stop`], or on drop), instead of the
+//! simulated sensor dying in the middle of a measurement. It still cannot outlive the reader
+//! (the parent-death signal does not depend on the process group).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -144,6 +151,8 @@ impl SimProcess {
             cmd.arg("--priority").arg(p.to_string());
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        // Out of the terminal's foreground process group: see the module docs.
+        cmd.process_group(0);
         let child = process::spawn_with_fds(&mut cmd, &pass).map_err(|e| {
             io::Error::new(
                 e.kind(),
