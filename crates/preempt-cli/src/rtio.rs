@@ -5,30 +5,34 @@
 //!
 //! The measurement is `preempt-rtio-bench`'s, unchanged: its flags are flattened in (one
 //! definition, so the subcommand and the standalone `rtio-bench` binary accept the same
-//! command lines) and its [`run`](preempt_rtio_bench::run) does the work. Two things differ,
-//! both about the results file:
+//! command lines) and its [`run_with`](preempt_rtio_bench::run_with) does the work. Two
+//! things differ, both about the results file:
 //!
 //! - `--json FILE` writes a preempt result file (the benchmark's numbers field for field,
 //!   plus preempt's `sysinfo`, warnings, `complete`/`interrupted`), not the benchmark's own
 //!   document;
 //! - the run is split into *groups*, one benchmark call per bus × ODR (per bus with
-//!   `--sweep`), in the benchmark's own order, and the file is rewritten after each group
-//!   with `complete: false`. Ctrl-C stops after the current group and writes what finished
-//!   (`interrupted: true`, exit code 130). The group that was running is discarded: a
-//!   terminal's Ctrl-C reaches the simulator too, so one of its cells measured a dying
-//!   sensor. A second Ctrl-C quits at once.
+//!   `--sweep`), in the benchmark's own order, and the file is rewritten with
+//!   `complete: false` after every finished cell (and every finished sweep break point).
+//!
+//! Ctrl-C (or SIGTERM) finishes the running cell, then stops and writes every cell that
+//! finished, including those of the group that was running (`interrupted: true`, exit code
+//! 130). The simulator runs in a process group of its own, so a terminal's Ctrl-C does not
+//! reach it and the finished cell measured a healthy sensor; a sweep's unfinished break point
+//! is not recorded (a note says where it stopped). A second Ctrl-C quits at once. See
+//! [`preempt_rtio_bench::control`].
 //!
 //! Exit codes as every subcommand (see [`crate::error`]): 2 for a bad flag (the message names
 //! it), 1 when a cell fails, 130 when interrupted.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::ValueEnum;
-use preempt_io::sys::clock::{self, ClockId};
+use preempt_io::sys::clock;
 use preempt_rtio_bench::cli::{BusArg, Config};
+use preempt_rtio_bench::control::{RunControl, StopNotice};
+use preempt_rtio_bench::report::Document;
 
 use crate::error::{EXIT_INTERRUPTED, EXIT_OK, usage};
 use crate::export::Sink;
@@ -42,7 +46,7 @@ use crate::{measure, sysinfo};
 #[derive(Debug, Clone, clap::Args)]
 #[command(mut_arg("json", |a| a
     .value_name("FILE")
-    .help("Write the results as a preempt result file (kind rtio_bench, docs/results-schema.md) to FILE; rewritten after every group of cells with complete: false until the run ends")))]
+    .help("Write the results as a preempt result file (kind rtio_bench, docs/results-schema.md) to FILE; rewritten after every finished cell with complete: false until the run ends")))]
 pub struct RtioBenchArgs {
     /// The flags of `preempt-rtio-bench` (the same as the `rtio-bench` binary's).
     #[command(flatten)]
@@ -58,7 +62,7 @@ fn value_name(v: &impl ValueEnum) -> String {
 /// The run as groups, one benchmark call each: bus × ODR for the table, bus for the sweep, in
 /// the order the benchmark itself runs them. Repeated buses are run once (as the benchmark
 /// does); the benchmark's own JSON output is switched off (the group's document comes back
-/// from [`preempt_rtio_bench::run`]).
+/// from [`preempt_rtio_bench::run_with`]).
 pub fn groups(a: &preempt_rtio_bench::Args) -> Vec<preempt_rtio_bench::Args> {
     let mut buses: Vec<BusArg> = Vec::new();
     for b in &a.bus {
@@ -144,52 +148,6 @@ fn cell_warnings(r: &RtioBenchResult) -> Vec<WarningRecord> {
     out
 }
 
-/// Prints, once, what the first Ctrl-C does (the benchmark call in progress cannot see the
-/// stop flag, so the run seems to go on). Stopped and joined on drop.
-struct StopNotice {
-    done: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl StopNotice {
-    fn spawn(stop: &Arc<AtomicBool>) -> Result<StopNotice> {
-        let done = Arc::new(AtomicBool::new(false));
-        let (stop, done2) = (Arc::clone(stop), Arc::clone(&done));
-        let thread = std::thread::Builder::new()
-            .name("preempt-ctrlc".into())
-            .spawn(move || {
-                while !done2.load(Relaxed) {
-                    if stop.load(Relaxed) {
-                        eprintln!(
-                            "preempt: Ctrl-C: stopping after the current group of cells (it is \
-                             discarded: the simulator got the signal too); Ctrl-C again quits now"
-                        );
-                        return;
-                    }
-                    // A 100 ms poll: this thread only prints a notice.
-                    let next = clock::now_ns(ClockId::Monotonic) + 100_000_000;
-                    if clock::sleep_until_ns(ClockId::Monotonic, next).is_err() {
-                        return;
-                    }
-                }
-            })?;
-        Ok(StopNotice {
-            done,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for StopNotice {
-    fn drop(&mut self) {
-        self.done.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            // The thread only prints; a panic there has nothing to report here.
-            let _ = t.join();
-        }
-    }
-}
-
 /// `preempt rtio-bench`: returns the exit code.
 pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
     // Validate every flag before anything runs (the benchmark repeats this per group).
@@ -230,7 +188,7 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
         f
     };
     let stop = measure::install_stop_flag()?;
-    let notice = StopNotice::spawn(&stop)?;
+    let notice = StopNotice::spawn(&stop, "preempt").context("cannot start the Ctrl-C notice")?;
     let groups = groups(&args.bench);
     let mut interrupted = false;
     for g in &groups {
@@ -238,23 +196,38 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
             interrupted = true;
             break;
         }
-        let outcome = preempt_rtio_bench::run(g, argv.clone());
-        if stop.load(Relaxed) {
-            // Discard the group: a terminal's SIGINT stopped the simulator in one of its
-            // cells (and may be why it failed).
-            interrupted = true;
-            break;
+        // After every finished cell: the groups so far plus this group's document so far. A
+        // failed write is kept and reported after the group (the callback cannot return it).
+        let mut write_error: Option<anyhow::Error> = None;
+        let mut wrote = false;
+        let mut on_cell = |doc: &Document| {
+            let mut so_far = result.clone();
+            so_far.absorb(doc);
+            match sink.write(&file(&so_far, false, false)) {
+                Ok(()) => wrote = true,
+                Err(e) => {
+                    write_error.get_or_insert(e);
+                }
+            }
+        };
+        let outcome =
+            preempt_rtio_bench::run_with(g, argv.clone(), &RunControl::new(&stop, &mut on_cell));
+        if let Some(e) = write_error {
+            return Err(e);
         }
         match outcome {
             Ok(doc) => {
                 result.absorb(&doc);
-                if groups.len() > 1 {
-                    sink.write(&file(&result, false, false))?;
+                if doc.interrupted {
+                    interrupted = true;
+                    break;
                 }
             }
             Err(e) => {
-                if !result.cells.is_empty() || !result.sweep.is_empty() {
-                    // Keep what finished before the failure.
+                if !wrote && (!result.cells.is_empty() || !result.sweep.is_empty()) {
+                    // Keep the groups that finished before the failure. (When the failing
+                    // group finished a cell, the file holds those and the group's finished
+                    // cells already, from its last `on_cell`.)
                     sink.write(&file(&result, false, false))?;
                 }
                 return Err(bench_error(e));

@@ -1,6 +1,6 @@
 //! `preempt rtio-bench` end to end (issue 7): a short real run against the `imu-sim`
 //! simulator whose result file `preempt report` draws and `preempt compare` reads, Ctrl-C
-//! keeping the groups that finished, and bad flags.
+//! keeping every finished cell (and leaving no simulator behind), and bad flags.
 //!
 //! The runs use the memfd bus, one ODR and the shortest window the benchmark accepts
 //! (`--duration 0.2`: 10 cells, about 3 s). They need the `imu-sim` binary next to `preempt`
@@ -9,6 +9,7 @@
 //! the refusal and falls back to epoll), so nothing else is skipped. Nothing here asserts a
 //! time.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 
@@ -162,13 +163,34 @@ fn a_short_run_writes_a_result_that_report_and_compare_read() {
     );
 }
 
+/// Pids of live `imu-sim` processes whose environment holds `marker` (inherited from the
+/// `preempt` run that spawned them, so other tests' simulators are not counted).
+fn simulators_with(marker: &str) -> Vec<u32> {
+    let needle = format!("RTIO_BENCH_TEST_MARKER={marker}");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        // A process that exits between the two reads has no environment left: not counted.
+        let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        if comm.trim() == "imu-sim" && env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 #[test]
-fn ctrl_c_keeps_the_groups_that_finished() {
+fn ctrl_c_keeps_the_finished_cells_of_the_running_group() {
     let Some(sim) = imu_sim() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rtio.json");
-    // Two groups (one per ODR). SIGINT goes to preempt alone once the first group's partial
-    // file is there; the second group then finishes and is discarded.
+    let marker = format!("{}-{}", std::process::id(), dir.path().display());
+    // Two groups (one per ODR). preempt runs in a process group of its own, as a terminal's
+    // foreground job does, and the SIGINT goes to the whole group, as a terminal's Ctrl-C
+    // does: it must not reach the simulator (which has a process group of its own).
     let mut child = StdCommand::new(BIN)
         .args([
             "rtio-bench",
@@ -183,10 +205,14 @@ fn ctrl_c_keeps_the_groups_that_finished() {
         .arg(&sim)
         .arg("--json")
         .arg(&out)
+        .env("RTIO_BENCH_TEST_MARKER", &marker)
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The first write comes after the first finished cell, long before the first group (10
+    // cells) ends.
     loop {
         if out.is_file() {
             break;
@@ -201,25 +227,54 @@ fn ctrl_c_keeps_the_groups_that_finished() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let (partial, r) = load(&out);
-    assert!(
-        !partial.complete,
-        "the file after the first group is partial"
-    );
-    assert_one_group(&r, 3200);
-    let pid = i32::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) with a live child's pid and a valid signal number.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    assert!(!partial.complete && !partial.interrupted, "a partial file");
+    let before = r.cells.len();
+    assert!(before >= 1, "written after a finished cell");
+    let pgid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with the negated id of the live child's process group (it leads it:
+    // process_group(0)) and a valid signal number.
+    assert_eq!(unsafe { libc::kill(-pgid, libc::SIGINT) }, 0);
     let done = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(130), "{stderr}");
     assert!(
-        stderr.contains("Ctrl-C"),
+        stderr.contains("Ctrl-C: finishing the running cell"),
         "the first Ctrl-C is acknowledged: {stderr}"
     );
     let (f, r) = load(&out);
     assert!(f.complete && f.interrupted);
     assert!(f.warnings.iter().any(|w| w.code == "interrupted"));
-    assert_one_group(&r, 3200);
+    assert!(
+        r.cells.len() >= before,
+        "every cell that had finished is kept ({} < {before})",
+        r.cells.len()
+    );
+    assert!(
+        r.cells.iter().all(|c| c.odr_hz == 3200),
+        "stopped within the first group"
+    );
+    for c in &r.cells {
+        // A simulator killed by the Ctrl-C would leave the running cell without samples.
+        assert!(
+            c.imu_samples_processed > 0,
+            "{} {}: nothing processed",
+            c.extra_streams,
+            c.design
+        );
+    }
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("interrupted (Ctrl-C)")),
+        "{:?}",
+        r.notes
+    );
+    // The benchmark stopped (and reaped) its simulator itself before exiting.
+    assert_eq!(
+        simulators_with(&marker),
+        Vec::<u32>::new(),
+        "imu-sim left behind"
+    );
 }
 
 /// A usage error: exit 2, one line on stderr naming `needle`, nothing on stdout.

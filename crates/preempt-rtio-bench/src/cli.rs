@@ -109,7 +109,9 @@ pub struct Args {
     /// SPI bus time per byte, ns (800 = 10 MHz SPI clock).
     #[arg(long, default_value_t = DEFAULT_BUS_NS_PER_BYTE)]
     pub bus_ns_per_byte: u32,
-    /// Write the results as JSON (schema in the report module) to this file.
+    /// Write the results as JSON (schema in the report module) to this file; rewritten after
+    /// every finished cell with complete: false until the run ends (Ctrl-C keeps the cells that
+    /// finished, interrupted: true).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// CPU of the consumer (both designs); default: CPU 1 (or 0 on a 1-CPU machine).

@@ -30,12 +30,19 @@
 //!
 //! Threats to validity are in the output: other load on the machine (two shared vCPUs), the
 //! simulator's own overruns (`sim_overruns`), and whether SCHED_FIFO was granted.
+//!
+//! [`run_with`] takes a [`RunControl`]: Ctrl-C finishes the running cell, then the run stops
+//! and returns every finished cell, marked interrupted; a callback sees the document after
+//! every cell (see [`control`]).
 
 pub mod cell;
 pub mod cli;
+pub mod control;
 pub mod report;
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use preempt_io::rtio::io_uring_disabled_sysctl;
 
@@ -44,6 +51,7 @@ pub use cli::Args;
 /// The flags under the name the `preempt` CLI uses for its `rtio-bench` subcommand.
 pub use cli::Args as RtioBenchArgs;
 use cli::Config;
+pub use control::RunControl;
 use report::{BreakPoint, Document, SysInfo};
 
 /// Why a run failed.
@@ -107,10 +115,27 @@ fn spec(
     }
 }
 
-fn sweep(cfg: &Config, bus: cli::Link, design: Design) -> std::io::Result<BreakPoint> {
+/// Why a sweep ended early.
+enum SweepEnd {
+    /// The break point was found.
+    Done(BreakPoint),
+    /// The stop flag was set after `trials` trials, before the break point was known.
+    Stopped { trials: usize },
+}
+
+fn sweep(
+    cfg: &Config,
+    bus: cli::Link,
+    design: Design,
+    control: &RunControl<'_>,
+) -> std::io::Result<SweepEnd> {
     let (odr, extra) = (6400, [400_u32, 400]);
     let mut trials = Vec::new();
-    let mut try_w = |w: u32| -> std::io::Result<bool> {
+    // `None`: stopped before the trial ran.
+    let mut try_w = |w: u32| -> std::io::Result<Option<bool>> {
+        if control.stopped() {
+            return Ok(None);
+        }
         let r = cell::run_cell(&cfg.imu_sim, &spec(cfg, bus, odr, &extra, design, w))?;
         let missed = r.missed_events.max(r.fifo_full_drops);
         eprintln!(
@@ -122,7 +147,10 @@ fn sweep(cfg: &Config, bus: cli::Link, design: Design) -> std::io::Result<BreakP
         );
         trials.push((w, missed));
         if missed == 0 {
-            return Ok(true);
+            return Ok(Some(true));
+        }
+        if control.stopped() {
+            return Ok(None);
         }
         // One retry: on a shared machine a single stall of the (non-isolated) consumer CPU
         // longer than the FIFO (16 ms at 6400 Hz) loses samples at any workload. A workload
@@ -136,29 +164,49 @@ fn sweep(cfg: &Config, bus: cli::Link, design: Design) -> std::io::Result<BreakP
             w
         );
         trials.push((w, again));
-        Ok(again == 0)
+        Ok(Some(again == 0))
     };
     // Coarse steps of 16 us, then bisect to 1 us.
     let (mut ok, mut bad): (Option<u32>, Option<u32>) = (None, None);
     let mut w = 0;
+    let mut stopped = false;
     while w <= 400 {
-        if try_w(w)? {
-            ok = Some(w);
-            w += 16;
-        } else {
-            bad = Some(w);
-            break;
+        match try_w(w)? {
+            Some(true) => {
+                ok = Some(w);
+                w += 16;
+            }
+            Some(false) => {
+                bad = Some(w);
+                break;
+            }
+            None => {
+                stopped = true;
+                break;
+            }
         }
     }
-    if let (Some(mut lo), Some(mut hi)) = (ok, bad) {
+    if let (false, Some(mut lo), Some(mut hi)) = (stopped, ok, bad) {
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            if try_w(mid)? { lo = mid } else { hi = mid }
+            match try_w(mid)? {
+                Some(true) => lo = mid,
+                Some(false) => hi = mid,
+                None => {
+                    stopped = true;
+                    break;
+                }
+            }
         }
         ok = Some(lo);
         bad = Some(hi);
     }
-    Ok(BreakPoint {
+    if stopped {
+        return Ok(SweepEnd::Stopped {
+            trials: trials.len(),
+        });
+    }
+    Ok(SweepEnd::Done(BreakPoint {
         design: design.label().into(),
         bus: bus.label().into(),
         odr_hz: odr,
@@ -166,26 +214,139 @@ fn sweep(cfg: &Config, bus: cli::Link, design: Design) -> std::io::Result<BreakP
         max_sustained_work_us: ok,
         first_missing_work_us: bad,
         trials,
-    })
+    }))
 }
 
 /// Runs the table (or the sweep) as `args` say: progress on stderr, the table on stdout, the
 /// JSON document to `--json` if given; returns the document. `argv` is recorded in it.
 ///
+/// The same as [`run_with`] with a control that never stops and ignores the cells.
+///
 /// # Errors
 /// [`Error::Usage`] for bad flags, [`Error::Io`] for failures while running.
 pub fn run(args: &Args, argv: Vec<String>) -> Result<Document, Error> {
-    let cfg = Config::from_args(args).map_err(Error::Usage)?;
-    Ok(run_config(&cfg, argv)?)
+    let never = AtomicBool::new(false);
+    let mut ignore = |_: &Document| {};
+    run_with(args, argv, &RunControl::new(&never, &mut ignore))
 }
 
-fn run_config(cfg: &Config, argv: Vec<String>) -> std::io::Result<Document> {
-    let mut cells: Vec<CellResult> = Vec::new();
-    let mut breaks = Vec::new();
+/// [`run`] under `control`: the stop flag is read before each cell and between sweep trials
+/// (the running cell is finished, see [`control`]), and `control`'s callback gets the
+/// document so far (`complete: false`) after every finished cell and every finished sweep
+/// break point. With `--json` the file is rewritten (atomically) at the same moments.
+///
+/// A stop is not an error: it returns `Ok` with the cells and break points that finished,
+/// [`Document::interrupted`] set and a note saying where the run stopped (an unfinished
+/// sweep break point is not recorded: its bounds are not known yet).
+///
+/// # Errors
+/// [`Error::Usage`] for bad flags, [`Error::Io`] for failures while running.
+pub fn run_with(
+    args: &Args,
+    argv: Vec<String>,
+    control: &RunControl<'_>,
+) -> Result<Document, Error> {
+    let cfg = Config::from_args(args).map_err(Error::Usage)?;
+    Ok(run_config(&cfg, argv, control)?)
+}
+
+/// What a run has so far.
+struct Progress {
+    cells: Vec<CellResult>,
+    breaks: Vec<BreakPoint>,
+    /// Where the run stopped, when it was interrupted.
+    stopped_at: Option<String>,
+}
+
+fn document(argv: &[String], p: &Progress, complete: bool) -> std::io::Result<Document> {
+    let un = preempt_io::sys::kernel::uname()?;
+    let mut notes = vec![
+        "latency = sample stored by the simulator (INT raised) -> processed by the consumer".into(),
+        "figures are noisy on a shared 2-vCPU VM: other processes compete for both CPUs".into(),
+        "spi bus: each transfer is a command message + a response message served by the simulator's bus thread after (1 + bytes) x bus_ns_per_byte".into(),
+        format!("load average at the end of the run: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()),
+    ];
+    if let Some(at) = &p.stopped_at {
+        notes.push(format!("interrupted (Ctrl-C): {at}"));
+    }
+    Ok(Document {
+        schema_version: report::SCHEMA_VERSION,
+        tool: "rtio-bench",
+        sysinfo: SysInfo {
+            uname: format!(
+                "{} {} {} {}",
+                un.sysname, un.release, un.version, un.machine
+            ),
+            kernel_realtime: std::fs::read_to_string("/sys/kernel/realtime")
+                .ok()
+                .map(|s| s.trim().to_owned()),
+            io_uring_disabled: io_uring_disabled_sysctl(),
+            argv: argv.to_vec(),
+            cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        },
+        complete,
+        interrupted: p.stopped_at.is_some(),
+        cells: p.cells.clone(),
+        sweep: p.breaks.clone(),
+        notes,
+    })
+}
+
+/// Writes `doc` to `path` through a temporary file in the same directory and a rename, so a
+/// reader never sees a half-written file.
+fn write_json(path: &Path, doc: &Document) -> std::io::Result<()> {
+    let named = |e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("--json {}: {e}", path.display()))
+    };
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    let mut f = std::fs::File::create(&tmp).map_err(named)?;
+    serde_json::to_writer_pretty(&mut f, doc).map_err(std::io::Error::other)?;
+    writeln!(f).map_err(named)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(named)
+}
+
+/// After a finished cell or break point: the caller's callback, and the `--json` file.
+fn checkpoint(
+    cfg: &Config,
+    argv: &[String],
+    p: &Progress,
+    control: &RunControl<'_>,
+) -> std::io::Result<()> {
+    let doc = document(argv, p, false)?;
+    if let Some(path) = &cfg.json {
+        write_json(path, &doc)?;
+    }
+    control.cell_done(&doc);
+    Ok(())
+}
+
+fn run_config(
+    cfg: &Config,
+    argv: Vec<String>,
+    control: &RunControl<'_>,
+) -> std::io::Result<Document> {
+    let mut p = Progress {
+        cells: Vec::new(),
+        breaks: Vec::new(),
+        stopped_at: None,
+    };
     if cfg.sweep {
-        for &bus in &cfg.buses {
+        'buses: for &bus in &cfg.buses {
             for &d in &cfg.designs {
-                let b = sweep(cfg, bus, d)?;
+                let b = match sweep(cfg, bus, d, control)? {
+                    SweepEnd::Done(b) => b,
+                    SweepEnd::Stopped { trials } => {
+                        p.stopped_at = Some(format!(
+                            "during the {} {} sweep after {trials} trials; that break point is not recorded",
+                            bus.label(),
+                            d.label()
+                        ));
+                        break 'buses;
+                    }
+                };
                 println!(
                     "break point {:<5} {:<6} at {} Hz + {}: sustains {:?} us/sample, first misses at {:?} us",
                     b.bus,
@@ -195,14 +356,25 @@ fn run_config(cfg: &Config, argv: Vec<String>) -> std::io::Result<Document> {
                     b.max_sustained_work_us,
                     b.first_missing_work_us
                 );
-                breaks.push(b);
+                p.breaks.push(b);
+                checkpoint(cfg, &argv, &p, control)?;
             }
         }
     } else {
-        for &bus in &cfg.buses {
+        'cells: for &bus in &cfg.buses {
             for &odr in &cfg.odrs {
                 for extra in &cfg.extra_rows {
                     for &d in &cfg.designs {
+                        if control.stopped() {
+                            p.stopped_at = Some(format!(
+                                "after {} cells, before {} {odr} Hz {} {}",
+                                p.cells.len(),
+                                bus.label(),
+                                cell::extra_label(extra),
+                                d.label()
+                            ));
+                            break 'cells;
+                        }
                         let r = cell::run_cell(
                             &cfg.imu_sim,
                             &spec(cfg, bus, odr, extra, d, cfg.work_us),
@@ -223,42 +395,100 @@ fn run_config(cfg: &Config, argv: Vec<String>) -> std::io::Result<Document> {
                             r.missed_events,
                             r.sim_overruns
                         );
-                        cells.push(r);
+                        p.cells.push(r);
+                        checkpoint(cfg, &argv, &p, control)?;
                     }
                 }
             }
         }
-        print!("{}", report::table(&cells));
-        if let Some(b) = cells.iter().find_map(|c| c.rtio_backend.clone()) {
+        print!("{}", report::table(&p.cells));
+        if let Some(b) = p.cells.iter().find_map(|c| c.rtio_backend.clone()) {
             println!("RTIO backend: {b}");
         }
     }
-    let un = preempt_io::sys::kernel::uname()?;
-    let doc = Document {
-            schema_version: report::SCHEMA_VERSION,
-            tool: "rtio-bench",
-            sysinfo: SysInfo {
-                uname: format!("{} {} {} {}", un.sysname, un.release, un.version, un.machine),
-                kernel_realtime: std::fs::read_to_string("/sys/kernel/realtime").ok().map(|s| s.trim().to_owned()),
-                io_uring_disabled: io_uring_disabled_sysctl(),
-                argv,
-                cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-            },
-            cells,
-            sweep: breaks,
-            notes: vec![
-                "latency = sample stored by the simulator (INT raised) -> processed by the consumer".into(),
-                "figures are noisy on a shared 2-vCPU VM: other processes compete for both CPUs".into(),
-                "spi bus: each transfer is a command message + a response message served by the simulator's bus thread after (1 + bytes) x bus_ns_per_byte".into(),
-                format!("load average at the end of the run: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()),
-            ],
-        };
+    let doc = document(&argv, &p, true)?;
     if let Some(path) = &cfg.json {
-        let mut f = std::fs::File::create(path).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("--json {}: {e}", path.display()))
-        })?;
-        serde_json::to_writer_pretty(&mut f, &doc).map_err(std::io::Error::other)?;
-        writeln!(f)?;
+        write_json(path, &doc)?;
     }
     Ok(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// Flags with a simulator that would fail loudly if a cell ever started it (`/bin/false`
+    /// exits at once, so a cell would find no samples or a dead bus).
+    fn args(extra: &[&str]) -> Args {
+        let mut v = vec!["rtio-bench", "--imu-sim", "/bin/false"];
+        v.extend_from_slice(extra);
+        Cli::try_parse_from(v).unwrap().args
+    }
+
+    #[test]
+    fn a_stop_before_the_first_cell_returns_an_empty_interrupted_document() {
+        let json =
+            std::env::temp_dir().join(format!("rtio-bench-stop-test-{}.json", std::process::id()));
+        let json_arg = json.to_str().unwrap().to_owned();
+        let stop = AtomicBool::new(true);
+        let mut calls = 0;
+        let mut on_cell = |_: &Document| calls += 1;
+        let doc = run_with(
+            &args(&["--bus", "memfd", "--odr", "3200", "--json", &json_arg]),
+            vec!["rtio-bench".into()],
+            &RunControl::new(&stop, &mut on_cell),
+        )
+        .unwrap();
+        assert_eq!(calls, 0, "no cell finished, so no callback");
+        assert!(doc.cells.is_empty() && doc.sweep.is_empty());
+        assert!(doc.interrupted && doc.complete);
+        assert!(
+            doc.notes
+                .iter()
+                .any(|n| n.starts_with("interrupted (Ctrl-C): after 0 cells, before memfd 3200 Hz")),
+            "{:?}",
+            doc.notes
+        );
+        // The --json file says the same.
+        let written: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        std::fs::remove_file(&json).unwrap();
+        assert_eq!(written["interrupted"], serde_json::Value::Bool(true));
+        assert_eq!(written["cells"].as_array().map(Vec::len), Some(0));
+        assert_eq!(written["schema_version"], report::SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn a_stop_before_a_sweep_records_no_break_point() {
+        let stop = AtomicBool::new(true);
+        let mut on_cell = |_: &Document| panic!("no break point finished");
+        let doc = run_with(
+            &args(&["--sweep", "--bus", "spi-txn"]),
+            vec![],
+            &RunControl::new(&stop, &mut on_cell),
+        )
+        .unwrap();
+        assert!(doc.interrupted && doc.sweep.is_empty());
+        assert!(
+            doc.notes
+                .iter()
+                .any(|n| n.contains("during the spi-txn thread sweep after 0 trials")),
+            "{:?}",
+            doc.notes
+        );
+    }
+
+    #[test]
+    fn run_without_a_stop_still_validates_flags() {
+        let err = run(&args(&["--duration", "0.01"]), vec![]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("--duration"), "{err}");
+    }
 }

@@ -1,9 +1,14 @@
 //! `rtio-bench`: see the library docs and `--help`.
+//!
+//! Ctrl-C (or SIGTERM) finishes the running cell, then stops: the table of the cells that
+//! finished is printed, `--json` holds them with `interrupted: true` (it is rewritten after
+//! every cell with `complete: false`), and the exit code is 130. A second Ctrl-C quits at once.
+//! Exit codes: 0 done, 1 a cell failed, 2 a bad flag, 130 interrupted.
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use preempt_rtio_bench::Args;
+use preempt_rtio_bench::{Args, control};
 
 #[derive(Parser)]
 #[command(name = "rtio-bench", about = preempt_rtio_bench::cli::ABOUT)]
@@ -25,7 +30,30 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match preempt_rtio_bench::run(&cli.args, argv) {
+    let stop = match control::install_stop_flag() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rtio-bench: cannot install the Ctrl-C handler: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let notice = match control::StopNotice::spawn(&stop, "rtio-bench") {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("rtio-bench: cannot start the Ctrl-C notice thread: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // The --json file is written by the library; nothing else to do per cell here.
+    let mut on_cell = |_: &preempt_rtio_bench::report::Document| {};
+    let outcome = preempt_rtio_bench::run_with(
+        &cli.args,
+        argv,
+        &control::RunControl::new(&stop, &mut on_cell),
+    );
+    drop(notice);
+    match outcome {
+        Ok(doc) if doc.interrupted => ExitCode::from(130),
         Ok(_doc) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rtio-bench: {e}");

@@ -1,12 +1,13 @@
-//! The printed table and the JSON document (`schema_version` 2: adds the bus, io-wq workers
-//! and bus transfers per sample; units in field names).
+//! The printed table and the JSON document (units in field names). `schema_version` 2 added
+//! the bus, io-wq workers and bus transfers per sample; 3 adds `complete` and `interrupted`
+//! (the file is rewritten after every cell, and Ctrl-C keeps the cells that finished).
 
 use serde::Serialize;
 
 use crate::cell::CellResult;
 
 /// Schema version of the JSON output.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One sweep's outcome for one design.
 #[derive(Clone, Debug, Serialize)]
@@ -52,6 +53,12 @@ pub struct Document {
     pub tool: &'static str,
     /// Machine.
     pub sysinfo: SysInfo,
+    /// `false` in the snapshots handed out (and written with `--json`) after every finished
+    /// cell while the run goes on; `true` once the run has ended, interrupted or not.
+    pub complete: bool,
+    /// The run was stopped early (Ctrl-C / SIGTERM): `cells` and `sweep` hold what finished,
+    /// and a note says where it stopped.
+    pub interrupted: bool,
     /// Table cells.
     pub cells: Vec<CellResult>,
     /// Sweep break points.

@@ -195,6 +195,10 @@ impl RtioBenchResult {
             schema_version,
             tool: _,
             sysinfo,
+            // The result file's own `complete` and `interrupted` say this for the whole run
+            // (set by `preempt rtio-bench`); where a benchmark call stopped is in its notes.
+            complete: _,
+            interrupted: _,
             cells,
             sweep,
             notes,
@@ -446,6 +450,8 @@ mod tests {
                 argv: vec!["preempt".into(), "rtio-bench".into()],
                 cpus: 2,
             },
+            complete: true,
+            interrupted: false,
             cells,
             sweep: vec![BreakPoint {
                 design: "rtio".into(),
