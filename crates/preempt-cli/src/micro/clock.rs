@@ -39,6 +39,7 @@
 
 use anyhow::{Result, bail};
 use preempt_io::sys::clock::{self, ClockId};
+use preempt_io::sys::counter;
 use serde::{Deserialize, Serialize};
 
 /// Which counter `preempt micro` reads.
@@ -84,39 +85,13 @@ impl CounterKind {
     }
 }
 
-/// Reads the native counter once (fenced so that it is not reordered with the measured code).
+/// Reads the native counter once, fenced so that it is not reordered with the measured code
+/// (`preempt_io::sys::counter::read_fenced`; `CLOCK_MONOTONIC` ns where there is no counter).
 #[inline(always)]
 pub fn read_counter() -> u64 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        use core::arch::x86_64::{_mm_lfence, _rdtsc};
-        // `lfence` before `rdtsc` waits for earlier instructions to complete; the one after
-        // keeps later instructions from starting before the read (Intel SDM vol. 2B, RDTSC).
-        #[allow(
-            unused_unsafe,
-            reason = "_rdtsc and _mm_lfence became safe fns after our MSRV"
-        )]
-        // SAFETY: `lfence` needs SSE2, part of the x86_64 baseline; `rdtsc` has no
-        // preconditions (it only faults when CR4.TSD is set, which Linux never sets for
-        // user space unless PR_SET_TSC asked for it, and then the process is killed with a
-        // clear SIGSEGV rather than reading garbage).
-        unsafe {
-            _mm_lfence();
-            let t = _rdtsc();
-            _mm_lfence();
-            t
-        }
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        let t: u64;
-        // SAFETY: `isb` and reading CNTVCT_EL0 touch no memory and no register but the
-        // output; Linux enables EL0 access to the virtual counter (CNTKCTL_EL1.EL0VCTEN) on
-        // every arm64 system, as the vDSO itself reads it.
-        unsafe {
-            core::arch::asm!("isb", "mrs {t}, cntvct_el0", t = out(reg) t, options(nomem, nostack, preserves_flags));
-        }
-        t
+        counter::read_fenced()
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
@@ -126,21 +101,9 @@ pub fn read_counter() -> u64 {
 
 /// The frequency the architecture reports for its counter, if it reports one.
 fn declared_hz() -> Option<f64> {
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
-        let f: u64;
-        // SAFETY: reading CNTFRQ_EL0 is allowed at EL0 whenever CNTVCT_EL0 is, has no side
-        // effects and touches no memory.
-        unsafe {
-            core::arch::asm!("mrs {f}, cntfrq_el0", f = out(reg) f, options(nomem, nostack, preserves_flags));
-        }
-        (f > 0).then_some(f as f64)
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        // The kernel's refined TSC frequency is not exported; /proc/cpuinfo's "cpu MHz" is the
-        // current core clock, not the TSC's. The calibration below is the source of truth.
-        None
+        counter::declared_hz().map(|f| f as f64)
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
