@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use preempt_cli::compare::{self, EXIT_REGRESSION};
 use preempt_cli::error::exit_code_of;
-use preempt_cli::history::{History, HistoryArgs, Recordable};
+use preempt_cli::history::{History, HistoryArgs};
 use preempt_cli::report::sample;
 
 fn args(runs: &[&str], db: &Path) -> compare::Args {
@@ -128,15 +128,9 @@ fn history_run_ids_are_accepted() {
     let d = tempfile::tempdir().unwrap();
     let db_path = d.path().join("h.sqlite");
     let db = History::open(&db_path).unwrap();
-    let a_id = db
-        .record(&Recordable::Result(&sample::latency(false)), None)
-        .unwrap();
-    let b_id = db
-        .record(&Recordable::Micro(&sample::micro()), None)
-        .unwrap();
-    let c_id = db
-        .record(&Recordable::Result(&sample::latency(true)), None)
-        .unwrap();
+    let a_id = db.record(&sample::latency(false), None).unwrap();
+    let b_id = db.record(&sample::micro(), None).unwrap();
+    let c_id = db.record(&sample::latency(true), None).unwrap();
     let a = args(&[&a_id.to_string(), &format!("run:{c_id}")], &db_path);
     assert_eq!(compare::run(&a).unwrap(), 0);
     let r = compare::load_run(&b_id.to_string(), &a.history).unwrap();

@@ -8,10 +8,11 @@
 use std::os::unix::fs::PermissionsExt;
 
 use assert_cmd::Command;
-use preempt_cli::micro::{self, MicroFile, framework};
+use preempt_cli::micro::{self, framework};
+use preempt_cli::results::ResultFile;
 
 /// `preempt micro --sets framework --scale 0.01` plus `args`, parsed from `--json`.
-fn run(args: &[&str], env: &[(&str, &str)]) -> MicroFile {
+fn run(args: &[&str], env: &[(&str, &str)]) -> ResultFile {
     let mut cmd = Command::cargo_bin("preempt").unwrap();
     cmd.args([
         "micro",
@@ -54,7 +55,7 @@ fn every_framework_row_has_samples_when_privileged() {
         return;
     }
     let f = run(&[], &[]);
-    let m = f.micro();
+    let m = micro::micro_of(&f).unwrap();
     let set = m.sets.iter().find(|s| s.set == "framework").unwrap();
     assert_eq!(set.benches, framework::SCENARIOS.len());
     assert!(set.planned.is_empty() && set.note.is_none(), "{set:?}");
@@ -123,7 +124,7 @@ fn soft_mode_rows_are_labelled_and_the_one_core_switch_is_skipped() {
         ],
         &[],
     );
-    let m = f.micro();
+    let m = micro::micro_of(&f).unwrap();
     let ids: Vec<&str> = m.benches.iter().map(|b| b.id.as_str()).collect();
     assert_eq!(
         ids,
@@ -192,7 +193,7 @@ fn a_failing_or_corrupt_child_is_a_skipped_row_with_the_reason() {
     ];
     for (exe, expect) in cases {
         let f = run(&["--only", "resource"], &[(framework::EXE_ENV, &exe)]);
-        let b = &f.micro().benches[0];
+        let b = &micro::micro_of(&f).unwrap().benches[0];
         assert_eq!(b.id, "resource");
         assert!(b.cycles.is_none(), "{exe}");
         let why = b.skipped.as_deref().unwrap();

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
 use preempt_cli::error::exit_code_of;
+use preempt_cli::export::{Exporter, csv::CsvExporter, json::JsonExporter};
 use preempt_cli::micro::{self, MicroConfig, SetArg, clock::CounterKind};
 
 #[derive(Parser)]
@@ -163,12 +164,12 @@ fn the_file_round_trips_and_exports_csv() {
         &mut |_, _, _| {},
     )
     .unwrap();
-    let json = micro::to_json(&f).unwrap();
+    let json = JsonExporter.serialize(&f).unwrap();
     let text = String::from_utf8(json).unwrap();
     assert!(text.contains("\"kind\": \"micro\"") && text.contains("\"schema_version\": 1"));
     let back = preempt_cli::report::input::parse_text(&text, "micro.json").unwrap();
     assert_eq!(back.kind(), "micro");
-    let csv = String::from_utf8(micro::to_csv(&f).unwrap()).unwrap();
+    let csv = String::from_utf8(CsvExporter.serialize(&f).unwrap()).unwrap();
     let mut lines = csv.lines();
     assert!(
         lines

@@ -61,7 +61,9 @@ fn report_of_real_latency_check_and_micro_files() {
         &mut |_, _, _| {},
     )
     .unwrap();
-    micro::write_file(&d.path().join("micro.json"), &f).unwrap();
+    preempt_cli::export::Sink::new(Some(&d.path().join("micro.json")), None)
+        .write(&f)
+        .unwrap();
 
     let out = d.path().join("out");
     let a = report::Args {
@@ -96,8 +98,8 @@ fn report_of_real_latency_check_and_micro_files() {
     );
     assert!(html.contains(&p99), "{p99} not on the page");
     // And the mutex figure of the micro file, in ns and in cycles.
-    let m = f
-        .micro()
+    let m = micro::micro_of(&f)
+        .unwrap()
         .benches
         .iter()
         .find(|b| b.id == "mutex_lock")

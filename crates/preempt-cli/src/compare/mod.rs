@@ -274,21 +274,21 @@ pub fn figures_of(i: &Input) -> Vec<Figure> {
             }
             // No distributions: its numbers are quantities (`rtio::scalars_of`).
             RunResult::RtioBench(_) => {}
-        },
-        Loaded::Micro(m) => {
-            let q = if m.micro().stress.is_empty() {
-                "idle".to_string()
-            } else {
-                format!("stress {}", m.micro().stress.join(","))
-            };
-            for b in &m.micro().benches {
-                if let Some(d) = &b.ns {
-                    let mut f = fig(format!("micro/{}", b.id), &q, Some(d), d.summary);
-                    f.cycles = b.cycles;
-                    out.push(f);
+            RunResult::Micro(m) => {
+                let q = if m.stress.is_empty() {
+                    "idle".to_string()
+                } else {
+                    format!("stress {}", m.stress.join(","))
+                };
+                for b in &m.benches {
+                    if let Some(d) = &b.ns {
+                        let mut f = fig(format!("micro/{}", b.id), &q, Some(d), d.summary);
+                        f.cycles = b.cycles;
+                        out.push(f);
+                    }
                 }
             }
-        }
+        },
         Loaded::Cyclictest(c) => {
             if let Some(d) = cyclictest::distribution(&c.threads) {
                 out.push(fig("latency/all".into(), "cyclictest", Some(&d), d.summary));

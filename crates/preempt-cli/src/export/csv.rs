@@ -172,6 +172,13 @@ impl Exporter for CsvExporter {
                     w.write_record(&row)?;
                 }
             }
+            RunResult::Micro(m) => {
+                let (header, rows) = crate::micro::csv_table(m);
+                w.write_record(&header)?;
+                for row in rows {
+                    w.write_record(&row)?;
+                }
+            }
             RunResult::RtioBench(r) => {
                 let (header, rows) = r.csv_table();
                 w.write_record(&header)?;

@@ -24,8 +24,7 @@ use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{EXIT_OK, usage};
-use crate::micro::MicroFile;
-use crate::results::{ResultFile, RunResult, Status, SysInfo};
+use crate::results::{ResultFile, RunResult, Status};
 use crate::stats::summary::us;
 
 /// Where the history lives, shared by every subcommand that records runs.
@@ -59,47 +58,56 @@ pub fn default_db_path() -> Option<PathBuf> {
         .or_else(|| env("HOME").map(|h| h.join(".local/share/preempt/history.sqlite")))
 }
 
-/// A result that can be stored.
-#[derive(Debug, Clone, Copy)]
-pub enum Recordable<'a> {
-    /// `check`, `latency`, `matrix`, `wakeup`.
-    Result(&'a ResultFile),
-    /// `micro`.
-    Micro(&'a MicroFile),
-}
-
-impl Recordable<'_> {
-    fn sysinfo(&self) -> &SysInfo {
-        match self {
-            Self::Result(f) => &f.sysinfo,
-            Self::Micro(f) => &f.sysinfo,
-        }
-    }
-    fn kind(&self) -> &'static str {
-        match self {
-            Self::Result(f) => f.result.kind(),
-            Self::Micro(_) => "micro",
-        }
-    }
-    fn started_unix_ms(&self) -> u64 {
-        match self {
-            Self::Result(f) => f.started_unix_ms,
-            Self::Micro(f) => f.started_unix_ms,
-        }
-    }
-    fn json(&self) -> Result<String> {
-        Ok(match self {
-            Self::Result(f) => serde_json::to_string_pretty(f)?,
-            Self::Micro(f) => serde_json::to_string_pretty(f)?,
-        })
-    }
-}
-
 /// A one-line headline of a result, for the listing.
-pub fn headline(r: &Recordable<'_>) -> String {
-    match r {
-        Recordable::Micro(f) => {
-            let m = f.micro();
+pub fn headline(f: &ResultFile) -> String {
+    match &f.result {
+        RunResult::Check(c) => {
+            let n = |s| c.items.iter().filter(|i| i.status == s).count();
+            format!(
+                "{} pass, {} warn, {} fail",
+                n(Status::Pass),
+                n(Status::Warn),
+                n(Status::Fail)
+            )
+        }
+        RunResult::Latency(l) => format!(
+            "{} {} thread(s): p99 {} us, max {} us, {}",
+            l.settings.policy.label(),
+            l.threads.len(),
+            us(l.latency_all.p99_ns),
+            us(l.latency_all.max_ns),
+            if l.ledger.is_clean() {
+                "clean"
+            } else {
+                "contaminated"
+            }
+        ),
+        RunResult::Matrix(m) => {
+            let worst = m
+                .cells
+                .iter()
+                .filter_map(|c| c.latency.map(|l| l.max_ns))
+                .max();
+            format!(
+                "{} cells, worst max {} us",
+                m.cells.len(),
+                worst.map(us).unwrap_or_else(|| "-".into())
+            )
+        }
+        RunResult::Wakeup(w) => {
+            let worst = w
+                .cases
+                .iter()
+                .filter_map(|c| c.latency.as_ref().map(|d| d.summary.p99_ns))
+                .max();
+            format!(
+                "{} cases, worst p99 {} us",
+                w.cases.len(),
+                worst.map(us).unwrap_or_else(|| "-".into())
+            )
+        }
+        RunResult::RtioBench(r) => r.headline(),
+        RunResult::Micro(m) => {
             let ran = m.benches.iter().filter(|b| b.cycles.is_some()).count();
             let cs = m
                 .benches
@@ -112,54 +120,6 @@ pub fn headline(r: &Recordable<'_>) -> String {
                     .unwrap_or_default()
             )
         }
-        Recordable::Result(f) => match &f.result {
-            RunResult::Check(c) => {
-                let n = |s| c.items.iter().filter(|i| i.status == s).count();
-                format!(
-                    "{} pass, {} warn, {} fail",
-                    n(Status::Pass),
-                    n(Status::Warn),
-                    n(Status::Fail)
-                )
-            }
-            RunResult::Latency(l) => format!(
-                "{} {} thread(s): p99 {} us, max {} us, {}",
-                l.settings.policy.label(),
-                l.threads.len(),
-                us(l.latency_all.p99_ns),
-                us(l.latency_all.max_ns),
-                if l.ledger.is_clean() {
-                    "clean"
-                } else {
-                    "contaminated"
-                }
-            ),
-            RunResult::Matrix(m) => {
-                let worst = m
-                    .cells
-                    .iter()
-                    .filter_map(|c| c.latency.map(|l| l.max_ns))
-                    .max();
-                format!(
-                    "{} cells, worst max {} us",
-                    m.cells.len(),
-                    worst.map(us).unwrap_or_else(|| "-".into())
-                )
-            }
-            RunResult::Wakeup(w) => {
-                let worst = w
-                    .cases
-                    .iter()
-                    .filter_map(|c| c.latency.as_ref().map(|d| d.summary.p99_ns))
-                    .max();
-                format!(
-                    "{} cases, worst p99 {} us",
-                    w.cases.len(),
-                    worst.map(us).unwrap_or_else(|| "-".into())
-                )
-            }
-            RunResult::RtioBench(r) => r.headline(),
-        },
     }
 }
 
@@ -244,8 +204,8 @@ impl History {
     }
 
     /// Stores a run; returns its id.
-    pub fn record(&self, r: &Recordable<'_>, source: Option<&Path>) -> Result<i64> {
-        let s = r.sysinfo();
+    pub fn record(&self, r: &ResultFile, source: Option<&Path>) -> Result<i64> {
+        let s = &r.sysinfo;
         self.conn
             .execute(
                 "INSERT INTO runs (recorded_unix_ms, started_unix_ms, kind, hostname, kernel_release,
@@ -253,8 +213,8 @@ impl History {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     i64::try_from(crate::sysinfo::unix_ms_now()).unwrap_or(i64::MAX),
-                    i64::try_from(r.started_unix_ms()).unwrap_or(i64::MAX),
-                    r.kind(),
+                    i64::try_from(r.started_unix_ms).unwrap_or(i64::MAX),
+                    r.result.kind(),
                     s.hostname,
                     s.kernel_release,
                     s.preempt_model,
@@ -263,7 +223,7 @@ impl History {
                     headline(r),
                     source.map(|p| p.display().to_string()),
                     serde_json::to_string(s)?,
-                    r.json()?,
+                    serde_json::to_string_pretty(r)?,
                 ],
             )
             .with_context(|| format!("cannot write to history database {}", self.path.display()))?;
@@ -320,11 +280,7 @@ impl History {
 
 /// Records `r` unless `--no-history`; prints the run id, or why it was not recorded, on
 /// stderr. Never fails: the history is a convenience, the result files are the record.
-pub fn record_quietly(
-    args: &HistoryArgs,
-    r: &Recordable<'_>,
-    source: Option<&Path>,
-) -> Option<i64> {
+pub fn record_quietly(args: &HistoryArgs, r: &ResultFile, source: Option<&Path>) -> Option<i64> {
     if args.no_history {
         return None;
     }
@@ -388,7 +344,7 @@ pub struct Args {
     /// Runs to list.
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
-    /// List only runs of this kind (check, latency, matrix, wakeup, micro).
+    /// List only runs of this kind (check, latency, matrix, wakeup, rtio_bench, micro).
     #[arg(long)]
     pub kind: Option<String>,
     /// Print the listing as JSON.
@@ -457,12 +413,7 @@ pub fn run(args: &Args) -> Result<u8> {
             for f in files {
                 let input = crate::report::input::load_path(&f)?;
                 let id = match &input.loaded {
-                    crate::report::input::Loaded::Result(r) => {
-                        db.record(&Recordable::Result(r), Some(&f))?
-                    }
-                    crate::report::input::Loaded::Micro(m) => {
-                        db.record(&Recordable::Micro(m), Some(&f))?
-                    }
+                    crate::report::input::Loaded::Result(r) => db.record(r, Some(&f))?,
                     crate::report::input::Loaded::Cyclictest(_) => {
                         return Err(usage(format!(
                             "{}: cyclictest output cannot be stored in the history (it has no system info); compare it directly",
@@ -510,7 +461,7 @@ pub fn utc(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::CheckReport;
+    use crate::results::{CheckReport, SysInfo};
 
     #[test]
     fn utc_dates() {
@@ -531,10 +482,8 @@ mod tests {
             },
             RunResult::Check(CheckReport { items: vec![] }),
         );
-        let a = db.record(&Recordable::Result(&file), None).unwrap();
-        let b = db
-            .record(&Recordable::Result(&file), Some(Path::new("/x.json")))
-            .unwrap();
+        let a = db.record(&file, None).unwrap();
+        let b = db.record(&file, Some(Path::new("/x.json"))).unwrap();
         assert!(b > a);
         let rows = db.list(10, None).unwrap();
         assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![b, a]);

@@ -20,9 +20,9 @@
 //! record says so. Where the kernel offers a perf counter ([`perf`]), the loop is counted by it
 //! too, as a cross-check of the cycle figures.
 //!
-//! Results are one [`MicroFile`]: the same top-level layout as every other result
-//! (`schema_version`, `sysinfo`, `warnings`, `"kind": "micro"`, `"data"`), so `report`,
-//! `compare` and `history` read it like the others.
+//! Results are one [`ResultFile`] like every other subcommand's, with
+//! [`RunResult::Micro`] (`"kind": "micro"`, `"data"`: a [`MicroResult`]), so `report`,
+//! `compare` and `history` read it through the same path as the others.
 //!
 //! ```no_run
 //! use clap::Parser;
@@ -45,7 +45,6 @@ pub mod perf;
 pub mod zephyr;
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use anyhow::{Context, Result};
@@ -59,7 +58,7 @@ use crate::config::{OutputConfig, RtConfig, StressConfig};
 use crate::error::{EXIT_INTERRUPTED, EXIT_OK, usage};
 use crate::measure::RtEnvironment;
 use crate::progress::Progress;
-use crate::results::{Distribution, SCHEMA_VERSION, SysInfo, Tool, WarningRecord};
+use crate::results::{Distribution, ResultFile, RunResult, SCHEMA_VERSION, SysInfo, Tool};
 use crate::stats::histogram::Histogram;
 use crate::stats::summary::Summary;
 use crate::stress::StressGuard;
@@ -222,48 +221,6 @@ pub struct MicroResult {
     pub sets: Vec<SetStatus>,
     /// Every benchmark, in run order.
     pub benches: Vec<MicroBench>,
-}
-
-/// The `kind`/`data` part of a micro results file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "data", rename_all = "snake_case")]
-pub enum MicroKind {
-    /// `preempt micro`.
-    Micro(MicroResult),
-}
-
-/// A micro results file: the top level of [`crate::results::ResultFile`] with `"kind":
-/// "micro"` (a separate type until `RunResult` gains a `Micro` variant; the JSON is the same).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MicroFile {
-    /// [`SCHEMA_VERSION`].
-    pub schema_version: u32,
-    /// The writer.
-    pub tool: Tool,
-    /// `false` while the run goes.
-    pub complete: bool,
-    /// Stopped early by Ctrl-C.
-    pub interrupted: bool,
-    /// Wall-clock start, ms since the epoch.
-    pub started_unix_ms: u64,
-    /// Monotonic duration of the run.
-    pub elapsed_ns: u64,
-    /// The machine.
-    pub sysinfo: SysInfo,
-    /// Threats to validity.
-    pub warnings: Vec<WarningRecord>,
-    /// `"kind": "micro", "data": ...`.
-    #[serde(flatten)]
-    pub result: MicroKind,
-}
-
-impl MicroFile {
-    /// The micro result.
-    pub fn micro(&self) -> &MicroResult {
-        match &self.result {
-            MicroKind::Micro(m) => m,
-        }
-    }
 }
 
 /// Validated settings of a micro run.
@@ -499,8 +456,8 @@ pub fn file_of(
     started_unix_ms: u64,
     elapsed_ns: u64,
     interrupted: bool,
-) -> MicroFile {
-    MicroFile {
+) -> ResultFile {
+    ResultFile {
         schema_version: SCHEMA_VERSION,
         tool: Tool::this(),
         complete: true,
@@ -509,20 +466,16 @@ pub fn file_of(
         elapsed_ns,
         sysinfo: info,
         warnings: warnings.iter().map(Warning::to_record).collect(),
-        result: MicroKind::Micro(result),
+        result: RunResult::Micro(Box::new(result)),
     }
 }
 
-/// Serializes a micro file as pretty JSON with a trailing newline.
-pub fn to_json(file: &MicroFile) -> Result<Vec<u8>> {
-    let mut out = serde_json::to_vec_pretty(file)?;
-    out.push(b'\n');
-    Ok(out)
-}
-
-/// Writes a micro file atomically.
-pub fn write_file(path: &Path, file: &MicroFile) -> Result<()> {
-    crate::export::write_atomically(path, &to_json(file)?)
+/// The micro result of a results file, or an error naming the kind it holds instead.
+pub fn micro_of(file: &ResultFile) -> Result<&MicroResult> {
+    match &file.result {
+        RunResult::Micro(m) => Ok(m),
+        other => anyhow::bail!("expected a micro result, found kind '{}'", other.kind()),
+    }
 }
 
 /// Runs everything under the stressors of `cfg` and returns the file (for `preempt micro` and
@@ -532,7 +485,7 @@ pub fn run_file(
     argv: Vec<String>,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(usize, usize, &str),
-) -> Result<MicroFile> {
+) -> Result<ResultFile> {
     let t0 = monotonic_now_ns();
     let started = sysinfo::unix_ms_now();
     let info = sysinfo::collect(argv);
@@ -561,12 +514,9 @@ pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
     let online = cpu::online_cpus().context("cannot read the online CPUs")?;
     let cfg = MicroConfig::from_args(args, &online)?;
     let output = OutputConfig::from(&args.output);
-    for p in [&output.export_json, &output.export_csv]
-        .into_iter()
-        .flatten()
-    {
-        crate::export::Sink::new(Some(p), None).preflight()?;
-    }
+    let sink =
+        crate::export::Sink::new(output.export_json.as_deref(), output.export_csv.as_deref());
+    sink.preflight()?;
     let stop = crate::measure::install_stop_flag()?;
     let env = RtEnvironment::prepare(RtConfig::from(&args.rt));
     eprintln!(
@@ -590,26 +540,20 @@ pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
     progress.finish();
     file.warnings
         .splice(0..0, env.warnings.iter().map(Warning::to_record));
-    if let Some(p) = &output.export_json {
-        write_file(p, &file)?;
-    }
-    if let Some(p) = &output.export_csv {
-        crate::export::write_atomically(p, &to_csv(&file)?)?;
-    }
-    crate::history::record_quietly(
-        &args.history,
-        &crate::history::Recordable::Micro(&file),
-        output.export_json.as_deref(),
-    );
+    sink.write(&file)?;
+    crate::history::record_quietly(&args.history, &file, output.export_json.as_deref());
     for w in &file.warnings {
         eprintln!("preempt: warning: {} ({})", w.message, w.hint);
     }
     if output.json_stdout {
         let mut out = std::io::stdout().lock();
-        out.write_all(&to_json(&file)?)?;
+        out.write_all(&crate::export::Exporter::serialize(
+            &crate::export::json::JsonExporter,
+            &file,
+        )?)?;
         out.flush()?;
     } else {
-        print_table(file.micro())?;
+        print_table(micro_of(&file)?)?;
     }
     Ok(if stop.load(Relaxed) {
         EXIT_INTERRUPTED
@@ -618,11 +562,10 @@ pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
     })
 }
 
-/// One CSV row per benchmark, units in the column names.
-pub fn to_csv(file: &MicroFile) -> Result<Vec<u8>> {
-    let m = file.micro();
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+/// The CSV export of a micro result (`export::csv`): the header and one row per benchmark,
+/// units in the column names.
+pub fn csv_table(m: &MicroResult) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let header = vec![
         "set",
         "id",
         "title",
@@ -644,12 +587,13 @@ pub fn to_csv(file: &MicroFile) -> Result<Vec<u8>> {
         "perf_event",
         "perf_per_op",
         "skipped",
-    ])?;
+    ];
+    let mut rows = Vec::new();
     for b in &m.benches {
         let ns = b.ns.as_ref().map(|d| d.summary);
         let c = b.cycles;
         let f = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-        w.write_record([
+        rows.push(vec![
             b.set.clone(),
             b.id.clone(),
             b.title.clone(),
@@ -675,9 +619,9 @@ pub fn to_csv(file: &MicroFile) -> Result<Vec<u8>> {
                 .map(|p| format!("{:.1}", p.per_op))
                 .unwrap_or_default(),
             b.skipped.clone().unwrap_or_default(),
-        ])?;
+        ]);
     }
-    Ok(w.into_inner()?)
+    (header, rows)
 }
 
 fn print_table(m: &MicroResult) -> Result<()> {

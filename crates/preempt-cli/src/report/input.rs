@@ -16,16 +16,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::compare::cyclictest::{self, CyclicRun};
-use crate::micro::MicroFile;
 use crate::results::{ResultFile, RunResult, SCHEMA_VERSION};
 
 /// What a file holds.
 #[derive(Debug, Clone)]
 pub enum Loaded {
-    /// A preempt result (`check`, `latency`, `matrix`, `wakeup`, `rtio_bench`).
+    /// A preempt result (`check`, `latency`, `matrix`, `wakeup`, `rtio_bench`, `micro`).
     Result(Box<ResultFile>),
-    /// A `preempt micro` result.
-    Micro(Box<MicroFile>),
     /// cyclictest output (`--json` or histogram), converted.
     Cyclictest(Box<CyclicRun>),
 }
@@ -36,7 +33,6 @@ impl Loaded {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Result(r) => r.result.kind(),
-            Self::Micro(_) => "micro",
             Self::Cyclictest(_) => "cyclictest",
         }
     }
@@ -105,11 +101,6 @@ fn parse_preempt(value: serde_json::Value, name: &str) -> Result<Loaded> {
         .and_then(serde_json::Value::as_str)
         .unwrap_or("")
         .to_string();
-    if kind == "micro" {
-        let m: MicroFile = serde_json::from_value(value)
-            .with_context(|| format!("{name} is not a valid preempt micro result"))?;
-        return Ok(Loaded::Micro(Box::new(m)));
-    }
     let r: ResultFile = serde_json::from_value(value)
         .with_context(|| format!("{name} is not a valid preempt result (kind '{kind}')"))?;
     Ok(Loaded::Result(Box::new(r)))

@@ -32,7 +32,7 @@ use input::{Input, Loaded};
 use plots::{BoxStat, HistSeries, Range, TimeSeries};
 
 use crate::error::{EXIT_OK, usage};
-use crate::micro::MicroFile;
+use crate::micro::MicroResult;
 use crate::results::{
     Distribution, LatencyResult, Ledger, MatrixResult, ResultFile, RunResult, Status, SysInfo,
     WakeupResult, WarningRecord,
@@ -335,10 +335,10 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
             _ => None,
         })
         .collect();
-    let micros: Vec<(&Input, &MicroFile)> = inputs
+    let micros: Vec<(&Input, &ResultFile, &MicroResult)> = results
         .iter()
-        .filter_map(|i| match &i.loaded {
-            Loaded::Micro(m) => Some((i, m.as_ref())),
+        .filter_map(|(i, r)| match &r.result {
+            RunResult::Micro(m) => Some((*i, *r, m.as_ref())),
             _ => None,
         })
         .collect();
@@ -394,8 +394,8 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
             rtio::section(&mut b, i, r, x)?;
         }
     }
-    for (i, m) in &micros {
-        micro_section(&mut b, i, m)?;
+    for (i, f, m) in &micros {
+        micro_section(&mut b, i, f, m)?;
     }
     for i in inputs {
         if let Loaded::Cyclictest(c) = &i.loaded {
@@ -451,7 +451,6 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
 fn sysinfo_of(l: &Loaded) -> Option<&SysInfo> {
     match l {
         Loaded::Result(r) => Some(&r.sysinfo),
-        Loaded::Micro(m) => Some(&m.sysinfo),
         Loaded::Cyclictest(_) => None,
     }
 }
@@ -479,7 +478,7 @@ fn summary_section(
     inputs: &[Input],
     results: &[(&Input, &ResultFile)],
     latencies: &[(&Input, &ResultFile, &LatencyResult)],
-    micros: &[(&Input, &MicroFile)],
+    micros: &[(&Input, &ResultFile, &MicroResult)],
 ) {
     b.section("summary", "Summary");
     let mut cards = String::from("<div class=\"cards\">");
@@ -554,8 +553,7 @@ fn summary_section(
             }
         }
     }
-    for (_, m) in micros {
-        let m = m.micro();
+    for (_, _, m) in micros {
         if let Some(cs) = m.benches.iter().find(|x| x.id == "context_switch") {
             if let (Some(d), Some(c)) = (&cs.ns, &cs.cycles) {
                 cards.push_str(&card(
@@ -613,7 +611,7 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-fn counter_name(m: &crate::micro::MicroResult) -> &'static str {
+fn counter_name(m: &MicroResult) -> &'static str {
     match m.clock.counter {
         crate::micro::clock::CounterKind::Tsc => "TSC",
         crate::micro::clock::CounterKind::Cntvct => "CNTVCT",
@@ -915,8 +913,7 @@ fn wakeup_section(b: &mut Builder, i: &Input, w: &WakeupResult) -> Result<()> {
     Ok(())
 }
 
-fn micro_section(b: &mut Builder, i: &Input, f: &MicroFile) -> Result<()> {
-    let m = f.micro();
+fn micro_section(b: &mut Builder, i: &Input, f: &ResultFile, m: &MicroResult) -> Result<()> {
     b.section(&format!("micro-{}", i.label), "Microbenchmarks");
     let c = &m.clock;
     b.p(&format!(

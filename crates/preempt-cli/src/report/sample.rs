@@ -8,8 +8,7 @@
 //! ```
 
 use crate::micro::{
-    ClockInfo, CycleSummary, MicroBench, MicroFile, MicroKind, MicroOverhead, MicroResult,
-    SetStatus, clock::CounterKind,
+    ClockInfo, CycleSummary, MicroBench, MicroOverhead, MicroResult, SetStatus, clock::CounterKind,
 };
 use crate::results::{
     CheckItem, CheckReport, Distribution, LatencyResult, LatencySettings, Ledger, LedgerEntry,
@@ -338,7 +337,7 @@ fn cycles(d: &Distribution, ghz: f64) -> CycleSummary {
 }
 
 /// A micro run with the NXP and Zephyr sets.
-pub fn micro() -> MicroFile {
+pub fn micro() -> ResultFile {
     let ghz = 2.4;
     let rows: [(&str, &str, &str, u64, u64); 8] = [
         ("nxp", "malloc", "malloc(4) + write", 1_000, 40),
@@ -441,7 +440,7 @@ pub fn micro() -> MicroFile {
         ],
         benches,
     };
-    MicroFile {
+    ResultFile {
         schema_version: SCHEMA_VERSION,
         tool: Tool::this(),
         complete: true,
@@ -450,7 +449,7 @@ pub fn micro() -> MicroFile {
         elapsed_ns: 1_000_000_000,
         sysinfo: sysinfo(),
         warnings: vec![],
-        result: MicroKind::Micro(m),
+        result: RunResult::Micro(Box::new(m)),
     }
 }
 
@@ -607,10 +606,7 @@ pub fn all() -> Vec<(String, Vec<u8>)> {
         ("latency-idle.json".into(), j(&latency(false))),
         ("latency-stress.json".into(), j(&latency(true))),
         ("wakeup.json".into(), j(&wakeup())),
-        (
-            "micro.json".into(),
-            crate::micro::to_json(&micro()).expect("serializable"),
-        ),
+        ("micro.json".into(), j(&micro())),
         ("matrix-summary.json".into(), j(&m)),
     ];
     for (name, f) in cells {

@@ -25,7 +25,7 @@ use crate::cli::{
 use crate::config::{LatencyConfig, RtConfig, StressConfig};
 use crate::error::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, usage};
 use crate::export::{Exporter, json::JsonExporter, write_atomically};
-use crate::history::{History, HistoryArgs, Recordable};
+use crate::history::{History, HistoryArgs};
 use crate::measure::latency::EnvFacts;
 use crate::measure::{self, RtEnvironment, wakeup};
 use crate::micro::{self, MicroConfig, SetArg};
@@ -407,9 +407,7 @@ pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
         })?;
         f.warnings
             .splice(0..0, env.warnings.iter().map(Warning::to_record));
-        let p = dir.join(FILES[4]);
-        micro::write_file(&p, &f)?;
-        Ok(Some(p))
+        Ok(Some(write_result(dir, FILES[4], &f)?))
     });
     bar.step = 5;
     bar.set(0.0, "report");
@@ -466,12 +464,7 @@ fn record_all(args: &HistoryArgs, inputs: &[crate::report::input::Input]) {
     for i in inputs {
         let src = std::fs::canonicalize(&i.source).ok();
         let r = match &i.loaded {
-            crate::report::input::Loaded::Result(r) => {
-                db.record(&Recordable::Result(r), src.as_deref())
-            }
-            crate::report::input::Loaded::Micro(m) => {
-                db.record(&Recordable::Micro(m), src.as_deref())
-            }
+            crate::report::input::Loaded::Result(r) => db.record(r, src.as_deref()),
             crate::report::input::Loaded::Cyclictest(_) => continue,
         };
         match r {

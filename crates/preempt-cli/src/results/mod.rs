@@ -1,8 +1,8 @@
 //! The results schema: every file `preempt` writes is one [`ResultFile`].
 //!
 //! One schema serves every subcommand (`check`, `latency`, `matrix`, `wakeup`, `rtio_bench`
-//! in [`rtio`]; `micro` has its own file type with the same top level), so `preempt report`
-//! and `preempt compare` read any result the same way. Rules
+//! in [`rtio`], `micro` in [`crate::micro`]), so `preempt report`, `preempt compare` and
+//! `preempt history` read any result the same way. Rules
 //! (STYLE.md item 12, docs/results-schema.md):
 //! - the top level carries [`SCHEMA_VERSION`], the tool version, the system information and
 //!   whether the file is `complete` (partial files are rewritten while a run goes);
@@ -56,7 +56,7 @@ pub struct ResultFile {
     /// Threats to the validity of the numbers, found before or during the run.
     pub warnings: Vec<WarningRecord>,
     /// The subcommand's own data, tagged `kind` (`check`, `latency`, `matrix`, `wakeup`,
-    /// `rtio_bench`).
+    /// `rtio_bench`, `micro`).
     #[serde(flatten)]
     pub result: RunResult,
 }
@@ -92,6 +92,8 @@ pub enum RunResult {
     Wakeup(Box<WakeupResult>),
     /// `preempt rtio-bench` (kind `rtio_bench`).
     RtioBench(Box<rtio::RtioBenchResult>),
+    /// `preempt micro`.
+    Micro(Box<crate::micro::MicroResult>),
 }
 
 impl RunResult {
@@ -103,6 +105,7 @@ impl RunResult {
             Self::Matrix(_) => "matrix",
             Self::Wakeup(_) => "wakeup",
             Self::RtioBench(_) => "rtio_bench",
+            Self::Micro(_) => "micro",
         }
     }
 }
