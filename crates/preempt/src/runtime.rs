@@ -304,6 +304,14 @@ fn finish(app: &'static App, code: i32) -> i32 {
         let stats = app.stats();
         if config.summary {
             eprint!("{}", stats.summary());
+            if config.accounting {
+                let source = if config.mock_clock {
+                    "the mock clock".to_string()
+                } else {
+                    driver::stamp_clock_description()
+                };
+                eprintln!("time stamps: {source}");
+            }
         }
         if let Some(path) = std::env::var_os(STATS_JSON_ENV) {
             if let Err(err) = std::fs::write(&path, stats.to_json()) {

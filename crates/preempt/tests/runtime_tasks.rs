@@ -418,6 +418,7 @@ fn summary_and_json_export_at_exit() {
         "samples in control (prio 2, ceiling 2)",
         "response-time analysis (measured WCETs):",
         "verdict: ",
+        "time stamps: ",
     ] {
         assert!(stderr.contains(needle), "missing `{needle}` in:\n{stderr}");
     }

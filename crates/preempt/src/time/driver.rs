@@ -162,6 +162,18 @@ pub fn install_stamp_counter() -> String {
             anchor_ticks: calibration.ns_to_ticks(STAMP_ANCHOR_NS),
         })
     });
+    describe(installed)
+}
+
+/// What accounting stamps are read from in this process, e.g. for an exit summary.
+pub fn stamp_clock_description() -> String {
+    match STAMP_COUNTER.get() {
+        Some(installed) => describe(installed),
+        None => "CLOCK_MONOTONIC (no counter installed)".to_string(),
+    }
+}
+
+fn describe(installed: &Result<StampCounter, String>) -> String {
     match installed {
         Ok(c) => format!(
             "CPU counter at {:.3} MHz (±{:.1} ppm), re-anchored to CLOCK_MONOTONIC every {} µs",
