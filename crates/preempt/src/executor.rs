@@ -771,6 +771,17 @@ impl<M: Message, const N: usize> Executor<M, N> {
         next
     }
 
+    /// Takes the next message of the ready ring and frees its task's ring slot. Executor
+    /// thread only.
+    #[inline(always)]
+    fn pop_ready(&self) -> Option<Stamped<M>> {
+        // SAFETY: executor thread only (the callers' contract).
+        let stamped = unsafe { self.ready.pop() }?;
+        // SAFETY: executor thread only, no other reference to the count is alive.
+        unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
+        Some(stamped)
+    }
+
     /// Runs the ready ring's and the inbox's messages present when it is called (ring
     /// first: a message spawned here before a remote one arrived runs first), at most
     /// `budget`. Returns (jobs run, keep going). Executor thread only.
@@ -787,12 +798,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let ring_n = self.ready.len.get();
         let inbox_n = self.inbox.len();
         for _ in 0..ring_n {
-            // SAFETY: executor thread only (see `round`'s contract).
-            let Some(stamped) = (unsafe { self.ready.pop() }) else {
+            let Some(stamped) = self.pop_ready() else {
                 break;
             };
-            // SAFETY: executor thread only, no other reference to the count is alive.
-            unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
             ran += 1;
             if !self.run_message::<true>(stamped, clock, control) {
                 return (ran, false);
@@ -850,12 +858,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
         if sim::active() {
             // The simulator brackets every job (`sim::begin_job`/`end_job`): catch per job.
             while self.only_ring_has_work() && !control.stop.load(Ordering::Relaxed) {
-                // SAFETY: executor thread only (see `round`'s contract).
-                let Some(stamped) = (unsafe { self.ready.pop() }) else {
+                let Some(stamped) = self.pop_ready() else {
                     break;
                 };
-                // SAFETY: executor thread only, no other reference to the count is alive.
-                unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
                 ran += 1;
                 if !self.run_message::<true>(stamped, &mut clock, control) {
                     return (ran, false);
@@ -871,13 +876,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 let mut go_on = true;
                 let caught = catch_unwind(AssertUnwindSafe(|| {
                     while self.only_ring_has_work() && !control.stop.load(Ordering::Relaxed) {
-                        // SAFETY: executor thread only (see `round`'s contract).
-                        let Some(stamped) = (unsafe { self.ready.pop() }) else {
+                        let Some(stamped) = self.pop_ready() else {
                             return;
                         };
-                        // SAFETY: executor thread only, no other reference to the count is
-                        // alive.
-                        unsafe { *self.tasks[stamped.msg.task()].ready.get() -= 1 };
                         ran += 1;
                         if !self.run_message::<false>(stamped, &mut clock, control) {
                             go_on = false;
