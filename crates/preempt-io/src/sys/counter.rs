@@ -224,19 +224,29 @@ impl Calibration {
     }
 }
 
-/// The tightest of a few (counter, clock, counter) brackets: (before, after, clock ns).
-fn bracket() -> (u64, u64, u64) {
+/// The tightest of up to `tries` (counter, `CLOCK_MONOTONIC`, counter) brackets, stopping
+/// early at one no wider than `good_enough` ticks: (before, after, clock ns). A preemption or
+/// interrupt inside one try only widens that try.
+pub fn bracket_clock(tries: usize, good_enough: u64) -> (u64, u64, u64) {
     let mut best = (0, u64::MAX, 0);
-    // A preemption or interrupt inside one try only widens that try.
-    for _ in 0..16 {
+    for _ in 0..tries.max(1) {
         let a = read();
         let ns = clock::now_ns(ClockId::Monotonic);
         let b = read();
-        if b.wrapping_sub(a) < best.1.wrapping_sub(best.0) {
+        let width = b.wrapping_sub(a);
+        if width < best.1.wrapping_sub(best.0) {
             best = (a, b, ns);
+        }
+        if width <= good_enough {
+            break;
         }
     }
     best
+}
+
+/// The tightest of 16 brackets (calibration).
+fn bracket() -> (u64, u64, u64) {
+    bracket_clock(16, 0)
 }
 
 #[cfg(test)]

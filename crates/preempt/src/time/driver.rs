@@ -214,24 +214,11 @@ pub fn stamp_ns() -> u64 {
 #[cold]
 #[inline(never)]
 fn reanchor(c: &StampCounter) -> u64 {
-    let limit = c.calibration.ns_to_ticks(1_000);
-    let mut best = (u64::MAX, 0, 0);
-    for _ in 0..4 {
-        let a = counter::read();
-        let ns = System.now_ns();
-        let b = counter::read();
-        let width = b.wrapping_sub(a);
-        if width < best.0 {
-            best = (width, a / 2 + b / 2, ns);
-        }
-        if width <= limit {
-            break;
-        }
-    }
-    let (_, t, ns) = best;
-    ANCHOR.set((t, ns));
+    let (a, b, ns) = counter::bracket_clock(4, c.calibration.ns_to_ticks(1_000));
+    let half = b.wrapping_sub(a) / 2;
+    ANCHOR.set((a.wrapping_add(half), ns));
     // The stamp is "now", after the bracket: its end.
-    ns + c.calibration.ticks_to_ns(best.0 / 2)
+    ns + c.calibration.ticks_to_ns(half)
 }
 
 #[cfg(test)]
