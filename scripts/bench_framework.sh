@@ -130,8 +130,8 @@ cargo build --quiet --release --manifest-path "$REPO/bench/peers/Cargo.toml" --b
 OURS_EXAMPLES=() # extra figure programs: "<crate>:<example>"
 OURS_BENCHES=()  # extra figure programs: "<crate>:<bench>"
 if [[ $OURS == 1 ]]; then
-    echo "building preempt's examples (release) ..." >&2
-    if ! cargo build --quiet --release --manifest-path "$REPO/Cargo.toml" -p preempt --examples; then
+    echo "building preempt's examples (bench profile: codegen-units = 1, thin LTO) ..." >&2
+    if ! cargo build --quiet --profile bench --manifest-path "$REPO/Cargo.toml" -p preempt --examples; then
         say "**warning: building preempt's examples failed (see stderr); its figures are missing below.**"
         OURS=0
     fi
@@ -146,7 +146,7 @@ if [[ $OURS == 1 ]]; then
                 preempt:listing1_same_priority|preempt:listing1_cross_priority|preempt:listing2_contended_unlock) continue ;;
             esac
             grep -q 'figure=preempt_' "$src" || continue
-            if cargo build --quiet --release --manifest-path "$REPO/Cargo.toml" -p "$crate" --example "$name"; then
+            if cargo build --quiet --profile bench --manifest-path "$REPO/Cargo.toml" -p "$crate" --example "$name"; then
                 OURS_EXAMPLES+=("$crate:$name")
             else
                 say "**warning: building example $crate:$name failed; its figures are missing below.**"
