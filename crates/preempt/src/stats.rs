@@ -108,6 +108,9 @@ pub struct AppStats {
     pub locks: Vec<LockReport>,
     /// Levels, in increasing priority.
     pub levels: Vec<LevelReport>,
+    /// The signal that stopped the app (`"SIGINT"`, `"SIGTERM"`), if one did: the records
+    /// cover the run until then, and the jobs that were queued but not run are not in them.
+    pub stopped_by: Option<&'static str>,
 }
 
 /// An inter-arrival estimate is only used with at least this many releases.
@@ -177,6 +180,7 @@ impl AppStats {
             tasks,
             locks,
             levels,
+            stopped_by: None,
         }
     }
 
@@ -296,8 +300,13 @@ impl fmt::Display for Summary<'_> {
         let snapshots: Vec<TaskSnapshot> = s.tasks.iter().map(|t| t.stats.clone()).collect();
         writeln!(
             f,
-            "preempt: app `{}` task statistics ({} clock):",
-            s.app, s.clock
+            "preempt: app `{}` task statistics ({} clock){}:",
+            s.app,
+            s.clock,
+            match s.stopped_by {
+                Some(signal) => format!(", partial: stopped by {signal}"),
+                None => String::new(),
+            }
         )?;
         write!(f, "{}", SummaryTable(&snapshots))?;
         let locks: Vec<&LockReport> = s.locks.iter().filter(|l| l.locks > 0).collect();
