@@ -31,7 +31,7 @@
 //! are run-to-completion, so a lock is never abandoned half-way.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU32, Ordering};
 use std::thread;
 
 use preempt_io::sys::{mem, sched, thread as sys_thread};
@@ -41,7 +41,7 @@ use crate::executor::{Executable, IdlePolicy, LoopControl};
 use crate::readiness;
 use crate::resource::LockStats;
 use crate::sim;
-use crate::stats::AppStats;
+use crate::stats::{AppStats, Scheduling};
 use crate::stop_signals;
 use crate::time::driver;
 
@@ -107,7 +107,14 @@ pub struct App {
     exit_code: AtomicI32,
     /// The signal that stopped the app (0: none).
     stopped_by_signal: AtomicI32,
+    /// How the executors are scheduled: `SCHED_UNSET`, `SCHED_FIFO_LEVELS` or `SCHED_SOFT`.
+    scheduling: AtomicU8,
 }
+
+/// `App::scheduling`: not started (or simulated), SCHED_FIFO per level, SCHED_OTHER.
+const SCHED_UNSET: u8 = 0;
+const SCHED_FIFO_LEVELS: u8 = 1;
+const SCHED_SOFT: u8 = 2;
 
 impl App {
     /// An app that has not started.
@@ -119,6 +126,7 @@ impl App {
             stop_word: AtomicU32::new(0),
             exit_code: AtomicI32::new(0),
             stopped_by_signal: AtomicI32::new(0),
+            scheduling: AtomicU8::new(SCHED_UNSET),
         }
     }
 
@@ -152,6 +160,11 @@ impl App {
     /// A snapshot of the app's accounting (`app::stats()`).
     pub fn stats(&'static self) -> AppStats {
         let mut stats = AppStats::collect(&self.config);
+        match self.scheduling.load(Ordering::Acquire) {
+            SCHED_FIFO_LEVELS => stats.scheduling = Scheduling::Fifo,
+            SCHED_SOFT => stats.scheduling = Scheduling::Other,
+            _ => {}
+        }
         stats.stopped_by = match self.stopped_by_signal.load(Ordering::Acquire) {
             0 => None,
             signal => Some(stop_signals::name(signal)),
@@ -462,6 +475,10 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
 
     // 1. Readiness, before anything of the app runs.
     let soft = readiness::soft_requested();
+    app.scheduling.store(
+        if soft { SCHED_SOFT } else { SCHED_FIFO_LEVELS },
+        Ordering::Release,
+    );
     let max_priority = config.executors.iter().map(|e| e.priority()).max();
     if soft {
         eprintln!("{}", readiness::soft_mode_warning(config.name));
