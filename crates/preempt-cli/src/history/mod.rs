@@ -103,6 +103,7 @@ pub fn headline(f: &ResultFile) -> String {
             )
         }
         RunResult::RtioBench(r) => r.headline(),
+        RunResult::DemoGimbal(d) => crate::app::demo::headline(d),
         RunResult::Micro(m) => {
             let ran = m.benches.iter().filter(|b| b.cycles.is_some()).count();
             let cs = m
