@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use assert_cmd::Command;
-use preempt_cli::micro::{self, MicroConfig, SetArg};
-use preempt_cli::report::{self, input};
+use preempt_cli::config::SetArg;
+use preempt_cli::micro::{self, MicroConfig};
+use preempt_cli::results::input;
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -66,14 +67,14 @@ fn report_of_real_latency_check_and_micro_files() {
         .unwrap();
 
     let out = d.path().join("out");
-    let a = report::Args {
+    let a = preempt_cli::cli::ReportArgs {
         inputs: vec![d.path().to_path_buf()],
         out: out.clone(),
         trace: vec![d.path().join("latency-trace.csv")],
         title: None,
         no_png: true,
     };
-    assert_eq!(report::run(&a).unwrap(), 0);
+    assert_eq!(preempt_cli::app::report::run(&a).unwrap(), 0);
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     for section in [
         "Readiness check",

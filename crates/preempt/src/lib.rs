@@ -157,6 +157,8 @@ pub mod sim;
 #[cfg(not(loom))]
 pub mod stats;
 #[cfg(not(loom))]
+mod stop_signals;
+#[cfg(not(loom))]
 pub mod task;
 #[cfg(not(loom))]
 pub mod time;

@@ -13,10 +13,15 @@
 //!  ├─ gate opens once every thread is set up (or run() stops them all and returns 1); the
 //!  │    opening time is the first release of every periodic task
 //!  ├─ idle (if any) on thread `preempt-idle`, SCHED_OTHER
-//!  ├─ wait until exit()/shutdown(), a task panic or a deadline fault; join the executors
+//!  ├─ wait until exit()/shutdown(), a task panic, a deadline fault or SIGINT/SIGTERM;
+//!  │    join the executors
 //!  └─ `summary = true`: print the statistics and the response-time analysis (stderr);
 //!     PREEMPT_STATS_JSON=<path>: write `app::stats()` as JSON; return the code
 //! ```
+//!
+//! SIGINT and SIGTERM are blocked in every thread of the app from before `init` and taken
+//! by one thread (see [`crate::stop_signals`]): the first stops the app like [`exit`] with
+//! code 130 / 143 and the statistics are kept (marked `stopped_by`); a second exits at once.
 //!
 //! With `clock = mock` the app runs in the simulator instead (see [`crate::sim`]): no
 //! readiness checks, no threads, virtual time; `idle` does not run.
@@ -26,7 +31,7 @@
 //! are run-to-completion, so a lock is never abandoned half-way.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU32, Ordering};
 use std::thread;
 
 use preempt_io::sys::{mem, sched, thread as sys_thread};
@@ -36,7 +41,8 @@ use crate::executor::{Executable, IdlePolicy, LoopControl};
 use crate::readiness;
 use crate::resource::LockStats;
 use crate::sim;
-use crate::stats::AppStats;
+use crate::stats::{AppStats, Scheduling};
+use crate::stop_signals;
 use crate::time::driver;
 
 /// The exit code of an app stopped by a task with `on_miss = Fault`.
@@ -99,7 +105,16 @@ pub struct App {
     /// Futex word the thread in `run` sleeps on: 0 running, 1 stopping.
     stop_word: AtomicU32,
     exit_code: AtomicI32,
+    /// The signal that stopped the app (0: none).
+    stopped_by_signal: AtomicI32,
+    /// How the executors are scheduled: `SCHED_UNSET`, `SCHED_FIFO_LEVELS` or `SCHED_SOFT`.
+    scheduling: AtomicU8,
 }
+
+/// `App::scheduling`: not started (or simulated), SCHED_FIFO per level, SCHED_OTHER.
+const SCHED_UNSET: u8 = 0;
+const SCHED_FIFO_LEVELS: u8 = 1;
+const SCHED_SOFT: u8 = 2;
 
 impl App {
     /// An app that has not started.
@@ -110,11 +125,15 @@ impl App {
             stop: AtomicBool::new(false),
             stop_word: AtomicU32::new(0),
             exit_code: AtomicI32::new(0),
+            stopped_by_signal: AtomicI32::new(0),
+            scheduling: AtomicU8::new(SCHED_UNSET),
         }
     }
 
-    fn request_stop(&self, code: i32) {
-        if self.stop_word.swap(1, Ordering::AcqRel) == 0 {
+    /// Stops the app with `code`; `true` if this call was the first (its code wins).
+    fn request_stop(&self, code: i32) -> bool {
+        let first = self.stop_word.swap(1, Ordering::AcqRel) == 0;
+        if first {
             self.exit_code.store(code, Ordering::Release);
         }
         self.stop.store(true, Ordering::Release);
@@ -126,11 +145,31 @@ impl App {
         if let Err(err) = futex::wake(&self.stop_word, u32::MAX) {
             eprintln!("preempt: futex wake of the stop word failed: {err}");
         }
+        first
+    }
+
+    /// Stops the app because `signal` (SIGINT/SIGTERM) arrived, unless it is stopping already.
+    fn stop_on_signal(&self, signal: i32) {
+        self.stopped_by_signal.store(signal, Ordering::Release);
+        if !self.request_stop(stop_signals::exit_code(signal)) {
+            // Already stopping for another reason: that reason's code and results stand.
+            self.stopped_by_signal.store(0, Ordering::Release);
+        }
     }
 
     /// A snapshot of the app's accounting (`app::stats()`).
     pub fn stats(&'static self) -> AppStats {
-        AppStats::collect(&self.config)
+        let mut stats = AppStats::collect(&self.config);
+        match self.scheduling.load(Ordering::Acquire) {
+            SCHED_FIFO_LEVELS => stats.scheduling = Scheduling::Fifo,
+            SCHED_SOFT => stats.scheduling = Scheduling::Other,
+            _ => {}
+        }
+        stats.stopped_by = match self.stopped_by_signal.load(Ordering::Acquire) {
+            0 => None,
+            signal => Some(stop_signals::name(signal)),
+        };
+        stats
     }
 
     fn wait_for_stop(&self) {
@@ -285,15 +324,32 @@ pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
         );
         return 1;
     }
-    let code = if config.mock_clock {
-        run_simulated(app, entry)
-    } else {
-        if config.accounting {
-            driver::install_stamp_counter();
+    if config.mock_clock {
+        let code = run_simulated(app, entry);
+        return finish(app, code);
+    }
+    if config.accounting {
+        driver::install_stamp_counter();
+    }
+    // Before `init`, so that every thread of the app inherits the blocked mask.
+    let signals = match stop_signals::install(config.name, move |signal| {
+        app.stop_on_signal(signal);
+    }) {
+        Ok(signals) => signals,
+        Err(err) => {
+            eprintln!("preempt: app `{}`: {err}", config.name);
+            return 1;
         }
-        run_threads(app, entry)
     };
-    finish(app, code)
+    let code = run_threads(app, entry);
+    let code = finish(app, code);
+    if let Err(err) = signals.remove() {
+        eprintln!(
+            "preempt: app `{}`: ending the stop-signal thread failed: {err}",
+            config.name
+        );
+    }
+    code
 }
 
 /// The end of every run: summary, JSON export, `RUNNING` cleared.
@@ -419,6 +475,10 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
 
     // 1. Readiness, before anything of the app runs.
     let soft = readiness::soft_requested();
+    app.scheduling.store(
+        if soft { SCHED_SOFT } else { SCHED_FIFO_LEVELS },
+        Ordering::Release,
+    );
     let max_priority = config.executors.iter().map(|e| e.priority()).max();
     if soft {
         eprintln!("{}", readiness::soft_mode_warning(config.name));

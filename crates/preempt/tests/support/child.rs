@@ -29,9 +29,17 @@ pub(crate) fn privileged(max_priority: u8) -> bool {
 }
 
 /// Sets `PREEMPT_SOFT=1` on `cmd` (and says so) unless this process has the privileges for
-/// an app whose highest priority is `max_priority`.
+/// an app whose highest priority is `max_priority`; with `PREEMPT_REQUIRE_PRIVILEGED=1` (CI)
+/// a missing privilege fails the test instead.
 pub(crate) fn soft_unless_privileged(cmd: &mut Command, what: &str, max_priority: u8) {
     if !privileged(max_priority) {
+        assert!(
+            std::env::var_os("PREEMPT_REQUIRE_PRIVILEGED").is_none_or(|v| v != "1"),
+            "`{what}` needs SCHED_FIFO up to priority {max_priority} (root, CAP_SYS_NICE or \
+             RLIMIT_RTPRIO >= {max_priority}) and unlimited locked memory (CAP_IPC_LOCK or \
+             RLIMIT_MEMLOCK unlimited), and PREEMPT_REQUIRE_PRIVILEGED=1 forbids the soft-mode \
+             fallback"
+        );
         eprintln!("note: no real-time privileges here; running `{what}` with PREEMPT_SOFT=1");
         cmd.env("PREEMPT_SOFT", "1");
     }
