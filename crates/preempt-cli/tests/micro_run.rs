@@ -12,6 +12,8 @@ use preempt_cli::error::exit_code_of;
 use preempt_cli::export::{Exporter, csv::CsvExporter, json::JsonExporter};
 use preempt_cli::micro::{self, MicroConfig, clock::CounterKind};
 
+mod support;
+
 #[derive(Parser)]
 struct Cli {
     #[command(flatten)]
@@ -28,7 +30,9 @@ fn can_fifo() -> bool {
     match micro::fifo_permitted(80) {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("SCHED_FIFO not permitted ({e}): real-time parts are checked as skipped");
+            support::skip_unprivileged(&format!(
+                "SCHED_FIFO not permitted ({e}): real-time parts are checked as skipped"
+            ));
             false
         }
     }

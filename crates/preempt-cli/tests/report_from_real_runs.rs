@@ -10,6 +10,8 @@ use preempt_cli::config::SetArg;
 use preempt_cli::micro::{self, MicroConfig};
 use preempt_cli::results::input;
 
+mod support;
+
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -30,7 +32,9 @@ fn latency(dir: &Path, name: &str) {
     .arg("--trace-samples")
     .arg(dir.join(format!("{name}-trace.csv")));
     if !is_root() {
-        eprintln!("not root: measuring with --policy other (SCHED_FIFO needs CAP_SYS_NICE)");
+        support::skip_unprivileged(
+            "not root: measuring with --policy other (SCHED_FIFO needs CAP_SYS_NICE)",
+        );
         cmd.args(["--policy", "other", "--no-mlock"]);
     }
     cmd.assert().success();
