@@ -77,7 +77,7 @@ fn us(ns: u64) -> String {
 pub fn table(cells: &[CellResult]) -> String {
     let mut out = String::new();
     out.push_str(
-        "bus     ODR   extra    design      | CPU%  proc% us/frame xbest | lat p50/p99/max us    | jitter pp/sigma us | missed cs/frame iou-wrk\n",
+        "bus   ODR   extra    design      | CPU%  proc% us/frame xbest | lat p50/p99/max us    | jitter pp/sigma us | missed cs/frame iou-wrk\n",
     );
     let mut keys: Vec<(String, u32, String)> = Vec::new();
     for c in cells {
@@ -110,7 +110,7 @@ pub fn table(cells: &[CellResult]) -> String {
                 "-".into()
             };
             out.push_str(&format!(
-                "{bus:<7} {odr:<5} {extra:<8} {:<11} | {:>5.1} {:>5.1} {:>8.2} {:>5} | {:>21} | {:>18} | {:>6} {:>9.2} {:>7}\n",
+                "{bus:<5} {odr:<5} {extra:<8} {:<11} | {:>5.1} {:>5.1} {:>8.2} {:>5} | {:>21} | {:>18} | {:>6} {:>9.2} {:>7}\n",
                 c.design,
                 c.consumer_cpu_load_pct,
                 c.process_cpu_pct,
