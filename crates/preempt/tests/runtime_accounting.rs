@@ -17,7 +17,7 @@ mod child_process;
 use child_process::{requested_app, run_child, text};
 
 /// Jobs of the same-level ping-pong.
-const PING_PONG_JOBS: u64 = 20_000;
+const PING_PONG_JOBS: u64 = 4_000;
 
 /// Listing 1's same-priority ping-pong, plus a task with a deadline on the same level.
 #[preempt::app(main = false)]
