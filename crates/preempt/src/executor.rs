@@ -677,7 +677,10 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let l = &tc.local;
         // Wall-clock time of this dispatch, less the time it spent preempted where that is
         // known (the simulator); on threads the preemption by other levels is included.
-        let ran_ns = (end_ns - start_ns).saturating_sub(preempted_ns);
+        // `saturating_sub`: the counter stamp clock re-anchors to CLOCK_MONOTONIC every
+        // anchor window, and a re-anchor between the two stamps can step the clock back by the
+        // calibration error (seen: a 1 ms periodic task in a debug build panicked here).
+        let ran_ns = end_ns.saturating_sub(start_ns).saturating_sub(preempted_ns);
         let finished = match (tc.kind, kind) {
             (TaskKind::Async, MsgKind::Job) => {
                 l.async_release_ns.set(release_ns);

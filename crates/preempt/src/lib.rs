@@ -143,6 +143,8 @@ pub mod critical_section;
 pub mod executor;
 mod loom;
 #[cfg(not(loom))]
+pub mod metrics;
+
 pub mod mono;
 #[cfg(not(loom))]
 pub mod periodic;

@@ -38,6 +38,7 @@ use preempt_io::sys::{mem, sched, thread as sys_thread};
 use preempt_sync::futex;
 
 use crate::executor::{Executable, IdlePolicy, LoopControl};
+use crate::metrics::{self, METRICS_ENV};
 use crate::readiness;
 use crate::resource::LockStats;
 use crate::sim;
@@ -83,6 +84,8 @@ pub struct AppConfig {
     pub mock_clock: bool,
     /// The measured critical sections, one per (task, PCP resource).
     pub locks: &'static [&'static LockStats],
+    /// `metrics = "addr"`: serve the app's metrics there (`PREEMPT_METRICS` overrides).
+    pub metrics: Option<&'static str>,
 }
 
 impl AppConfig {
@@ -371,6 +374,16 @@ fn finish(app: &'static App, code: i32) -> i32 {
     code
 }
 
+/// What a metrics scrape shows of `app`: its statistics and their analysis.
+fn figures(app: &'static App) -> metrics::Figures {
+    let stats = app.stats();
+    metrics::Figures {
+        rta: stats.rta().map_err(|e| e.to_string()),
+        app: stats.app,
+        tasks: stats.tasks.into_iter().map(|t| t.stats).collect(),
+    }
+}
+
 /// Makes `app` the running app; `false` if another one runs.
 fn claim_running(app: &'static App) -> bool {
     let claimed = RUNNING
@@ -498,6 +511,28 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
             return 1;
         }
     }
+
+    // Before anything of the app runs, so a bad address loses nothing.
+    let _metrics_server = match metrics::address(config.metrics) {
+        Some(addr) => match metrics::serve(Box::new(move || figures(app)), &addr) {
+            Ok(server) => {
+                eprintln!(
+                    "preempt: app `{}` serves its metrics at http://{}/metrics",
+                    config.name,
+                    server.local_addr()
+                );
+                Some(server)
+            }
+            Err(err) => {
+                eprintln!(
+                    "preempt: app `{}`: metrics ({METRICS_ENV} or `metrics = ..`): {err}",
+                    config.name
+                );
+                return 1;
+            }
+        },
+        None => None,
+    };
 
     if !claim_running(app) {
         return 1;
