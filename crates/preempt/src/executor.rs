@@ -677,9 +677,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let l = &tc.local;
         // Wall-clock time of this dispatch, less the time it spent preempted where that is
         // known (the simulator); on threads the preemption by other levels is included.
-        // `saturating_sub`: the counter stamp clock re-anchors to CLOCK_MONOTONIC every
-        // anchor window, and a re-anchor between the two stamps can step the clock back by the
-        // calibration error (seen: a 1 ms periodic task in a debug build panicked here).
+        // Saturating: a stamp taken right after the thread's stamp anchor was re-read from
+        // CLOCK_MONOTONIC may lie up to the anchor bracket's width (< 1 µs) before the
+        // previous one (`time::driver::reanchor`); a debug build panicked on it here.
         let ran_ns = end_ns.saturating_sub(start_ns).saturating_sub(preempted_ns);
         let finished = match (tc.kind, kind) {
             (TaskKind::Async, MsgKind::Job) => {

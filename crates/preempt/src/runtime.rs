@@ -30,8 +30,9 @@
 //! flag and wakes every executor; each finishes the task it is running and returns. Tasks
 //! are run-to-completion, so a lock is never abandoned half-way.
 
+use std::cell::Cell;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU32, Ordering};
 use std::thread;
 
 use preempt_io::sys::{mem, sched, thread as sys_thread};
@@ -42,7 +43,7 @@ use crate::metrics::{self, METRICS_ENV};
 use crate::readiness;
 use crate::resource::LockStats;
 use crate::sim;
-use crate::stats::AppStats;
+use crate::stats::{AppStats, Scheduling};
 use crate::stop_signals;
 use crate::time::driver;
 
@@ -110,7 +111,14 @@ pub struct App {
     exit_code: AtomicI32,
     /// The signal that stopped the app (0: none).
     stopped_by_signal: AtomicI32,
+    /// How the executors are scheduled: `SCHED_UNSET`, `SCHED_FIFO_LEVELS` or `SCHED_SOFT`.
+    scheduling: AtomicU8,
 }
+
+/// `App::scheduling`: not started (or simulated), SCHED_FIFO per level, SCHED_OTHER.
+const SCHED_UNSET: u8 = 0;
+const SCHED_FIFO_LEVELS: u8 = 1;
+const SCHED_SOFT: u8 = 2;
 
 impl App {
     /// An app that has not started.
@@ -122,6 +130,7 @@ impl App {
             stop_word: AtomicU32::new(0),
             exit_code: AtomicI32::new(0),
             stopped_by_signal: AtomicI32::new(0),
+            scheduling: AtomicU8::new(SCHED_UNSET),
         }
     }
 
@@ -155,6 +164,11 @@ impl App {
     /// A snapshot of the app's accounting (`app::stats()`).
     pub fn stats(&'static self) -> AppStats {
         let mut stats = AppStats::collect(&self.config);
+        match self.scheduling.load(Ordering::Acquire) {
+            SCHED_FIFO_LEVELS => stats.scheduling = Scheduling::Fifo,
+            SCHED_SOFT => stats.scheduling = Scheduling::Other,
+            _ => {}
+        }
         stats.stopped_by = match self.stopped_by_signal.load(Ordering::Acquire) {
             0 => None,
             signal => Some(stop_signals::name(signal)),
@@ -181,9 +195,12 @@ static RUNNING: AtomicPtr<App> = AtomicPtr::new(std::ptr::null_mut());
 /// Stops the running application with exit code `code`, from anywhere (a task, `idle`, any
 /// thread).
 ///
-/// It returns: the calling task runs to completion, no new task starts, and the generated
-/// `main` exits the process with `code` once every executor has stopped. The first call's
-/// code wins. With no app running it exits the process at once (`std::process::exit`).
+/// From a task it returns: the calling task runs to completion, no new task starts, and
+/// the generated `main` exits the process with `code` once every executor has stopped.
+/// From `#[idle]` it does not return: idle ends at once (as RTIC's `debug::exit`, which
+/// never returns), by unwinding its thread with a private payload that the runtime catches
+/// silently; no panic message is printed. The first call's code wins. With no app running
+/// it exits the process at once (`std::process::exit`).
 pub fn exit(code: i32) {
     let app = RUNNING.load(Ordering::Acquire);
     if app.is_null() {
@@ -191,7 +208,19 @@ pub fn exit(code: i32) {
     }
     // SAFETY: RUNNING only ever holds `&'static App` (set in `run`).
     unsafe { &*app }.request_stop(code);
+    if IN_IDLE.with(Cell::get) {
+        // `resume_unwind` does not run the panic hook: nothing is printed.
+        std::panic::resume_unwind(Box::new(IdleExit));
+    }
 }
+
+thread_local! {
+    /// Set on the idle thread: `exit` called there ends idle.
+    static IN_IDLE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The unwinding payload with which `exit` ends `#[idle]`.
+struct IdleExit;
 
 /// `app::shutdown()`: stops `app` with `code`.
 #[doc(hidden)]
@@ -475,6 +504,10 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
 
     // 1. Readiness, before anything of the app runs.
     let soft = readiness::soft_requested();
+    app.scheduling.store(
+        if soft { SCHED_SOFT } else { SCHED_FIFO_LEVELS },
+        Ordering::Release,
+    );
     let max_priority = config.executors.iter().map(|e| e.priority()).max();
     if soft {
         eprintln!("{}", readiness::soft_mode_warning(config.name));
@@ -611,7 +644,11 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
         let spawned = thread::Builder::new()
             .name("preempt-idle".into())
             .spawn(move || {
+                IN_IDLE.with(|flag| flag.set(true));
                 if let Err(payload) = std::panic::catch_unwind(idle) {
+                    if payload.is::<IdleExit>() {
+                        return; // `exit` ended idle; the stop is already requested.
+                    }
                     let text = payload
                         .downcast_ref::<&str>()
                         .copied()

@@ -12,14 +12,28 @@
 //!                       │  .summary()          (table, as printed at exit with `summary = true`)
 //!                       └► .rta()  ──►  preempt_stats::rta::analyse(
 //!                                          C = measured max execution time,
-//!                                          T = period, or the shortest measured inter-arrival,
+//!                                          T = period, or the declared min_interarrival,
 //!                                          D = deadline attribute, else T,
 //!                                          B from the measured critical sections, per core)
+//!                          .verdict() ─► what the analysis can stand behind (below)
 //! ```
 //!
 //! A measured WCET is a lower bound of the true one: the analysis answers "is this set
 //! schedulable under the load observed so far, and with what margin". Run the app through its
 //! worst cases before trusting the margin, or inflate `wcet_ns` in the returned tasks.
+//!
+//! The analysis says only what it can stand behind ([`Verdict`]):
+//!
+//! - a message-driven task (software, async, hardware) without `period` or `min_interarrival`
+//!   is **not analysed: no declared rate**. Observed inter-arrival times are never turned into
+//!   a period: the shortest gap seen is a property of one run (two spawns in a row are a few
+//!   nanoseconds apart), not a bound, and once made one the utilisation came out in the
+//!   hundreds of thousands of percent. Such a task's interference on the tasks at or below its
+//!   priority, and its critical sections' blocking of tasks up to their ceilings, are
+//!   unbounded, so the verdict for those tasks is "not established";
+//! - under `PREEMPT_SOFT=1` the executors run under SCHED_OTHER, where the kernel does not run
+//!   the highest-priority ready task first: fixed-priority analysis does not model it and
+//!   the verdict says the analysis does not hold ([`Scheduling::Other`]).
 
 use std::fmt;
 
@@ -30,6 +44,89 @@ use crate::executor::IdlePolicy;
 use crate::periodic::OnMiss;
 use crate::runtime::AppConfig;
 use crate::task::TaskKind;
+
+/// How the app's executors were scheduled when the snapshot was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheduling {
+    /// SCHED_FIFO, one priority per level: what the analysis models.
+    Fifo,
+    /// SCHED_OTHER (`PREEMPT_SOFT=1`): the analysis does not hold.
+    Other,
+    /// The mock-clock simulator, which preempts like one SCHED_FIFO CPU.
+    Simulated,
+    /// The app has not run (yet): the snapshot is of a configuration.
+    NotStarted,
+}
+
+/// What the response-time analysis of a snapshot can stand behind ([`AppStats::verdict`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every analysed task meets its deadline, and no task left out can delay one.
+    Schedulable,
+    /// An analysed task's bound exceeds its deadline (tasks left out could only add delay).
+    NotSchedulable,
+    /// The analysed tasks meet their deadlines, but tasks without a declared rate can delay
+    /// some of them by an unbounded amount.
+    NotEstablished {
+        /// The tasks without a declared rate that delay others.
+        unrated: Vec<String>,
+        /// The analysed tasks they can delay.
+        affected: Vec<String>,
+    },
+    /// The app ran under SCHED_OTHER: fixed-priority analysis does not describe it.
+    DoesNotHold,
+    /// No analysis: the task set is empty or inconsistent (the reason).
+    NotAnalysed(String),
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |names: &[String]| {
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            Verdict::Schedulable => write!(f, "schedulable"),
+            Verdict::NotSchedulable => write!(f, "NOT schedulable"),
+            Verdict::NotEstablished { unrated, affected } => write!(
+                f,
+                "not established: {} without a declared rate can delay {} by an unbounded \
+                 amount (declare `period` or `min_interarrival`)",
+                list(unrated),
+                list(affected)
+            ),
+            Verdict::DoesNotHold => write!(
+                f,
+                "the analysis does not hold: the executors ran under SCHED_OTHER \
+                 (PREEMPT_SOFT=1), which does not run the highest-priority ready task first; \
+                 the bounds above assume SCHED_FIFO"
+            ),
+            Verdict::NotAnalysed(why) => write!(f, "not analysed: {why}"),
+        }
+    }
+}
+
+/// A task left out of the analysis for want of a declared rate, and what it can delay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Unrated {
+    name: String,
+    priority: u8,
+    core: usize,
+    /// The highest ceiling among the resources it locked (0: none).
+    ceiling: u8,
+}
+
+impl Unrated {
+    /// Whether it can delay an analysed task of `priority` on `core`: by interference (at or
+    /// above its priority, FIFO among equals) or by blocking (above it, up to a ceiling).
+    fn delays(&self, priority: u8, core: usize) -> bool {
+        core == self.core && (self.priority >= priority || priority <= self.ceiling)
+    }
+}
 
 /// The version of the JSON layout; bumped on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -108,13 +205,13 @@ pub struct AppStats {
     pub locks: Vec<LockReport>,
     /// Levels, in increasing priority.
     pub levels: Vec<LevelReport>,
+    /// How the executors were scheduled (the analysis holds for `fifo` and `simulated`).
+    pub scheduling: Scheduling,
     /// The signal that stopped the app (`"SIGINT"`, `"SIGTERM"`), if one did: the records
     /// cover the run until then, and the jobs that were queued but not run are not in them.
     pub stopped_by: Option<&'static str>,
 }
 
-/// An inter-arrival estimate is only used with at least this many releases.
-const MIN_RELEASES_FOR_PERIOD: u64 = 2;
 /// `idle` has no period; for the analysis it is a task that never interferes.
 const IDLE_PERIOD_NS: u64 = 3_600 * 1_000_000_000;
 
@@ -180,6 +277,11 @@ impl AppStats {
             tasks,
             locks,
             levels,
+            scheduling: if config.mock_clock {
+                Scheduling::Simulated
+            } else {
+                Scheduling::NotStarted
+            },
             stopped_by: None,
         }
     }
@@ -201,45 +303,55 @@ impl AppStats {
     }
 
     /// The tasks as response-time analysis sees them, from this snapshot, with notes on what
-    /// was estimated or left out. Tasks that never completed a job are left out.
+    /// was left out and why: tasks without a declared rate (see the [module docs](self)) and
+    /// tasks that never completed a job.
     pub fn rta_tasks(&self) -> (Vec<rta::Task>, Vec<String>) {
+        let (tasks, notes, _) = self.rta_input();
+        (tasks, notes)
+    }
+
+    fn rta_input(&self) -> (Vec<rta::Task>, Vec<String>, Vec<Unrated>) {
         let mut out = Vec::new();
         let mut notes = Vec::new();
+        let mut unrated = Vec::new();
         for t in &self.tasks {
             let name = &t.stats.name;
-            let Some(wcet) = t.stats.exec_max_ns.filter(|_| t.stats.completions > 0) else {
-                notes.push(format!("`{name}` left out: no completed job yet"));
+            let Some(period) = t.period_ns.or(t.declared_interarrival_ns) else {
+                notes.push(format!(
+                    "`{name}` not analysed: no declared rate (give it `period` or \
+                     `min_interarrival`; observed gaps between releases are not a bound)"
+                ));
+                let ceiling = self
+                    .locks
+                    .iter()
+                    .filter(|l| &l.task == name && l.locks > 0)
+                    .map(|l| l.ceiling)
+                    .max()
+                    .unwrap_or(0);
+                unrated.push(Unrated {
+                    name: name.clone(),
+                    priority: t.priority,
+                    core: t.cpu.unwrap_or(0),
+                    ceiling,
+                });
                 continue;
             };
-            let period = match (
+            if let (None, Some(declared), Some(seen)) = (
                 t.period_ns,
                 t.declared_interarrival_ns,
                 t.min_interarrival_ns,
             ) {
-                (Some(p), _, _) => p,
-                (None, Some(declared), seen) => {
-                    if let Some(seen) = seen.filter(|&s| s < declared) {
-                        notes.push(format!(
-                            "`{name}`: released {seen} ns apart, closer than its declared \
-                             min_interarrival ({declared} ns): the analysis of the tasks below \
-                             it assumes more than happened"
-                        ));
-                    }
-                    declared
-                }
-                (None, None, Some(ia)) if t.stats.releases >= MIN_RELEASES_FOR_PERIOD => {
+                if seen < declared {
                     notes.push(format!(
-                        "`{name}`: period = shortest inter-arrival seen ({} ns)",
-                        ia
+                        "`{name}`: released {seen} ns apart, closer than its declared \
+                         min_interarrival ({declared} ns): the analysis of the tasks below it \
+                         assumes more than happened"
                     ));
-                    ia
                 }
-                _ => {
-                    notes.push(format!(
-                        "`{name}` left out: released once, no period or inter-arrival time"
-                    ));
-                    continue;
-                }
+            }
+            let Some(wcet) = t.stats.exec_max_ns.filter(|_| t.stats.completions > 0) else {
+                notes.push(format!("`{name}` left out: no completed job yet"));
+                continue;
             };
             let mut deadline = t.deadline_ns.unwrap_or(period);
             if deadline > period {
@@ -280,7 +392,7 @@ impl AppStats {
                     .to_owned(),
             );
         }
-        (out, notes)
+        (out, notes, unrated)
     }
 
     /// Response-time analysis of the measured task set (see the module docs).
@@ -289,6 +401,45 @@ impl AppStats {
     /// What `preempt_stats::rta::analyse` reports for an inconsistent set.
     pub fn rta(&self) -> Result<Report, RtaError> {
         rta::analyse(&self.rta_tasks().0)
+    }
+
+    /// What the analysis of this snapshot can stand behind (see the [module docs](self)).
+    pub fn verdict(&self) -> Verdict {
+        let (tasks, _, unrated) = self.rta_input();
+        self.verdict_of(&tasks, &unrated, &rta::analyse(&tasks))
+    }
+
+    fn verdict_of(
+        &self,
+        tasks: &[rta::Task],
+        unrated: &[Unrated],
+        analysis: &Result<Report, RtaError>,
+    ) -> Verdict {
+        let report = match analysis {
+            Ok(report) => report,
+            Err(err) => return Verdict::NotAnalysed(err.to_string()),
+        };
+        if self.scheduling == Scheduling::Other {
+            return Verdict::DoesNotHold;
+        }
+        if !report.schedulable() {
+            return Verdict::NotSchedulable;
+        }
+        let affected: Vec<String> = tasks
+            .iter()
+            .filter(|t| t.name != "idle")
+            .filter(|t| unrated.iter().any(|u| u.delays(t.priority, t.core)))
+            .map(|t| t.name.clone())
+            .collect();
+        if affected.is_empty() {
+            return Verdict::Schedulable;
+        }
+        let unrated = unrated
+            .iter()
+            .filter(|u| tasks.iter().any(|t| u.delays(t.priority, t.core)))
+            .map(|u| u.name.clone())
+            .collect();
+        Verdict::NotEstablished { unrated, affected }
     }
 }
 
@@ -320,26 +471,56 @@ impl fmt::Display for Summary<'_> {
                 )?;
             }
         }
-        let (tasks, notes) = s.rta_tasks();
+        let (tasks, notes, unrated) = s.rta_input();
         writeln!(f, "response-time analysis (measured WCETs):")?;
-        match rta::analyse(&tasks) {
-            Ok(report) => {
-                writeln!(f, "{}", report.to_string().trim_end())?;
-                writeln!(
-                    f,
-                    "verdict: {}",
-                    if report.schedulable() {
-                        "schedulable"
-                    } else {
-                        "NOT schedulable"
-                    }
-                )?;
-            }
+        let analysis = rta::analyse(&tasks);
+        match &analysis {
+            Ok(report) => writeln!(f, "{}", report.to_string().trim_end())?,
             Err(err) => writeln!(f, "  not analysed: {err}")?,
         }
+        writeln!(f, "verdict: {}", s.verdict_of(&tasks, &unrated, &analysis))?;
         for note in notes {
             writeln!(f, "  note: {note}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unrated_task_delays_its_level_and_below_and_up_to_its_ceiling_on_its_core() {
+        let u = Unrated {
+            name: "burst".into(),
+            priority: 2,
+            core: 0,
+            ceiling: 4,
+        };
+        // Interference: same level (FIFO) and below.
+        assert!(u.delays(2, 0) && u.delays(1, 0));
+        // Blocking: above it, up to the ceiling of what it locks.
+        assert!(u.delays(3, 0) && u.delays(4, 0));
+        assert!(!u.delays(5, 0));
+        // Another core: neither.
+        assert!(!u.delays(1, 1));
+        let no_locks = Unrated { ceiling: 0, ..u };
+        assert!(!no_locks.delays(3, 0) && no_locks.delays(2, 0));
+    }
+
+    #[test]
+    fn verdicts_say_what_they_cannot_stand_behind() {
+        let v = Verdict::NotEstablished {
+            unrated: vec!["a".into()],
+            affected: vec!["b".into(), "c".into()],
+        };
+        assert_eq!(
+            v.to_string(),
+            "not established: `a` without a declared rate can delay `b`, `c` by an unbounded \
+             amount (declare `period` or `min_interarrival`)"
+        );
+        assert!(Verdict::DoesNotHold.to_string().contains("SCHED_OTHER"));
+        assert_eq!(Verdict::Schedulable.to_string(), "schedulable");
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 mod child_process;
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
-use child_process::{pause, requested_app, run_child, text};
+use child_process::{pause, privileged, requested_app, run_child, text};
 use counting_alloc::ALLOCATIONS;
 
 /// rtic-sync between async tasks on three executor threads.
@@ -445,6 +445,41 @@ fn summary_and_json_export_at_exit() {
     );
     assert_eq!(json["levels"][1]["priority"], 2);
     assert!(json["levels"][2]["minor_faults"].as_u64().unwrap() > 0);
+    let expected = if std::env::var_os("PREEMPT_SOFT").is_some() || !privileged(4) {
+        "other"
+    } else {
+        "fifo"
+    };
+    assert_eq!(json["scheduling"], expected);
+    // `hog` and `report` are spawned, with no declared rate: not analysed, and `control`,
+    // which they can delay (`report` through `samples`), gets no verdict it cannot stand by.
+    for needle in [
+        "`hog` not analysed: no declared rate",
+        "`report` not analysed: no declared rate",
+    ] {
+        assert!(stderr.contains(needle), "missing `{needle}` in:\n{stderr}");
+    }
+    assert!(!stderr.contains("verdict: schedulable"), "{stderr}");
+}
+
+/// Under `PREEMPT_SOFT=1` (SCHED_OTHER) the analysis does not hold, and the summary says so
+/// instead of a verdict beside measured misses.
+#[test]
+fn soft_mode_summary_says_the_analysis_does_not_hold() {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(child_process::CHILD_ENV, "summary")
+        .env("PREEMPT_SOFT", "1");
+    let out = child_process::run_with_watchdog(cmd, "summary (soft)", Duration::from_secs(30));
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "verdict: the analysis does not hold: the executors ran under SCHED_OTHER \
+             (PREEMPT_SOFT=1)"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]

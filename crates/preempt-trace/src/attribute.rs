@@ -1,0 +1,697 @@
+//! Splitting a late wake-up into the causes that add up to its delay.
+//!
+//! # Background
+//! A task released at `release` that first runs (or reports) at `end` was late by
+//! `end − release`. Its CPU did something else for all of that time, and the kernel's trace
+//! events say what: an interrupt handler ran, a softirq ran, another thread held the CPU, the
+//! CPU sat in an idle state waiting for the timer interrupt, the wake-up path took its time.
+//!
+//! # Solution
+//! [`explain`] replays the CPU's events from the last context switch before `release`
+//! (to know which task was running and which interrupt contexts were open) and then walks
+//! the window event by event. Each interval between two events is charged to exactly one
+//! cause, chosen by the innermost open context and the phase of the victim:
+//!
+//! ```text
+//! release              waking                 switch-in        end
+//!    |---- before wake ----|---- runnable -------|---- running ----|
+//!  in irq/vector     -> irq (handler name / vector)     (any phase)
+//!  in softirq        -> softirq (vector name)           (any phase)
+//!  idle task         -> idle_exit (up to the C-state's declared exit latency; beyond it:
+//!                       invisible, the host or the hardware)  | wakeup (idle -> task switch)
+//!  another thread    -> timer (the expiry came late while it ran) | thread (comm, pid,
+//!                       policy; `inversion` if its priority is below the victim's)
+//!  the victim        -> thread (its previous job, while it has not slept since the
+//!                       release)                               | wakeup (switch-in, return)
+//!  no trace yet      -> invisible
+//! ```
+//!
+//! # Why it works
+//! The intervals partition `[release, end)`, so the causes add up to the delay exactly (in
+//! integer nanoseconds). What the kernel cannot see (the hypervisor running another guest on
+//! this vCPU, an SMI) shows as time charged to whatever the CPU was last doing; the idle case is
+//! bounded by the declared exit latency, and the CPU's steal time from `/proc/stat` for the
+//! window is reported beside the causes so that a reader can tell. docs/MEASURING.md lists the
+//! limits.
+
+use serde::Serialize;
+
+use crate::decode::{Decoder, Event, Kind, SOFTIRQ_NAMES, Vector};
+
+/// What made a task late.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    /// A hardware interrupt handler or x86 system vector ran.
+    Irq,
+    /// A softirq ran (in interrupt exit or in a thread's `local_bh_enable`).
+    Softirq,
+    /// Another thread held the CPU while the task was runnable.
+    Thread,
+    /// The wake-up path: from waking to running (scheduler, context switch, return to user).
+    Wakeup,
+    /// The CPU was idle and had to leave its idle state.
+    IdleExit,
+    /// The timer expired late: its interrupt came while another thread ran (interrupts off,
+    /// or the tick/host delayed it), or hrtimer callbacks ran outside any interrupt.
+    Timer,
+    /// Time the kernel does not account: host (steal), SMI, hardware, or before the trace.
+    Invisible,
+}
+
+impl CauseKind {
+    /// The snake_case name used in JSON and summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            CauseKind::Irq => "irq",
+            CauseKind::Softirq => "softirq",
+            CauseKind::Thread => "thread",
+            CauseKind::Wakeup => "wakeup",
+            CauseKind::IdleExit => "idle_exit",
+            CauseKind::Timer => "timer",
+            CauseKind::Invisible => "invisible",
+        }
+    }
+}
+
+/// One cause and how much of the delay it took.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Cause {
+    /// Kind.
+    pub kind: CauseKind,
+    /// Handler, vector, comm or description.
+    pub name: String,
+    /// Thread id for `thread` (and `timer` under a thread); `null` otherwise.
+    pub pid: Option<i32>,
+    /// Delay charged to it.
+    pub ns: u64,
+    /// `SCHED_FIFO/RR`, `SCHED_OTHER` or `SCHED_DEADLINE` for threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<&'static str>,
+    /// Real-time priority (FIFO/RR) or nice value (OTHER).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// A thread of lower priority than the victim held the CPU (a non-preemptible section:
+    /// priority inversion).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub inversion: bool,
+}
+
+/// A stretch of the window charged to one cause (for the trace export).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Start, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// End.
+    pub end_ns: u64,
+    /// Index into [`Explanation::causes`].
+    pub cause: usize,
+}
+
+/// The window of one late task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// When it should have run (CLOCK_MONOTONIC ns).
+    pub release_ns: u64,
+    /// When it ran / reported (CLOCK_MONOTONIC ns).
+    pub end_ns: u64,
+    /// Its thread id.
+    pub pid: i32,
+}
+
+/// Why one window was late.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    /// The CPU examined.
+    pub cpu: usize,
+    /// Release, CLOCK_MONOTONIC ns.
+    pub release_ns: u64,
+    /// `end − release`.
+    pub latency_ns: u64,
+    /// Causes, largest first; their `ns` add up to `latency_ns`.
+    pub causes: Vec<Cause>,
+    /// Steal time `/proc/stat` reports for this CPU over the sampling interval around the
+    /// window (null where the kernel keeps none), and that interval.
+    pub steal_ns: Option<u64>,
+    /// Length of the `/proc/stat` sampling interval that `steal_ns` covers.
+    pub steal_span_ns: Option<u64>,
+    /// Whether the trace covered the whole window (false: events were lost or the window
+    /// began before the trace).
+    pub covered: bool,
+    /// The stretches, in time order.
+    #[serde(skip)]
+    pub segments: Vec<Segment>,
+}
+
+impl Explanation {
+    /// The largest cause.
+    pub fn main_cause(&self) -> Option<&Cause> {
+        self.causes.first()
+    }
+}
+
+/// Facts about the CPU that [`explain`] needs beside its events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuFacts {
+    /// The largest exit latency of the CPU's enabled idle states (cpuidle `stateN/latency`),
+    /// ns; 0 without cpuidle.
+    pub idle_exit_bound_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    Irq(i32),
+    Vector(Vector),
+    Softirq(u32),
+    Hrtimer,
+}
+
+/// Most nested contexts tracked (irq → softirq → hrtimer is 3; the rest is margin).
+const MAX_DEPTH: usize = 16;
+
+/// Decides how `[release, end)` on `cpu` was spent, from `events` (this CPU's, in time
+/// order) and `wake_ns` (when the victim's `sched_waking` fired on any CPU, if it did).
+pub fn explain(
+    cpu: usize,
+    events: &[Event],
+    window: &Window,
+    wake_ns: Option<u64>,
+    names: &Decoder,
+    facts: CpuFacts,
+) -> Explanation {
+    let (release, end) = (window.release_ns, window.end_ns.max(window.release_ns));
+    let victim = window.pid;
+    let first_in = events.partition_point(|e| e.ts < release);
+    let last_switch = events[..first_in]
+        .iter()
+        .rposition(|e| matches!(e.kind, Kind::Switch { .. }));
+    let mut st = State {
+        cur: None,
+        stack: Vec::with_capacity(MAX_DEPTH),
+        victim_prio: None,
+        woken: false,
+        busy: false,
+    };
+    // Replay up to the release: which task runs, which contexts are open.
+    let replay_from = last_switch.unwrap_or(0);
+    for e in &events[replay_from..first_in] {
+        st.apply(e, victim);
+    }
+    st.busy = runnable_before(&events[..first_in], victim);
+    st.woken = st.busy || wake_ns.is_some_and(|w| w <= release);
+    let covered = last_switch.is_some();
+    let mut acc = Acc::default();
+    let mut idle_prewake = 0u64;
+    let mut t = release;
+    let mut idx = first_in;
+    loop {
+        let next_ts = events.get(idx).map_or(end, |e| e.ts.min(end));
+        // A wake-up seen on another CPU changes the phase between two local events.
+        let cut = match wake_ns {
+            Some(w) if !st.woken && w > t && w < next_ts => w,
+            _ => next_ts,
+        };
+        if cut > t {
+            let key = st.classify(victim, names);
+            if key.kind == CauseKind::IdleExit {
+                let room = facts.idle_exit_bound_ns.saturating_sub(idle_prewake);
+                let d = cut - t;
+                let fits = d.min(room);
+                idle_prewake += d;
+                if fits > 0 {
+                    acc.add(key.clone(), t, t + fits);
+                }
+                if d > fits {
+                    acc.add(
+                        Key::plain(
+                            CauseKind::Invisible,
+                            "idle exit beyond the C-state's declared latency (host or hardware)",
+                        ),
+                        t + fits,
+                        cut,
+                    );
+                }
+            } else {
+                acc.add(key, t, cut);
+            }
+            t = cut;
+        }
+        if t >= end {
+            break;
+        }
+        if wake_ns.is_some_and(|w| w <= t) {
+            st.woken = true;
+        }
+        if cut == next_ts {
+            if let Some(e) = events.get(idx) {
+                st.apply(e, victim);
+                idx += 1;
+            }
+        }
+    }
+    let mut causes = acc.causes;
+    let mut order: Vec<usize> = (0..causes.len()).collect();
+    order.sort_by(|&a, &b| causes[b].ns.cmp(&causes[a].ns).then(a.cmp(&b)));
+    let mut remap = vec![0; causes.len()];
+    for (new, &old) in order.iter().enumerate() {
+        remap[old] = new;
+    }
+    let mut sorted: Vec<Cause> = order.iter().map(|&i| causes[i].clone()).collect();
+    std::mem::swap(&mut causes, &mut sorted);
+    let segments = acc
+        .segments
+        .into_iter()
+        .map(|s| Segment {
+            cause: remap[s.cause],
+            ..s
+        })
+        .collect();
+    Explanation {
+        cpu,
+        release_ns: release,
+        latency_ns: end - release,
+        causes,
+        steal_ns: None,
+        steal_span_ns: None,
+        covered,
+        segments,
+    }
+}
+
+/// Whether the victim was already runnable (woken, or preempted) when its window began: a
+/// task still busy with (or waiting to finish) its previous job is not waiting for a timer.
+fn runnable_before(events: &[Event], victim: i32) -> bool {
+    for e in events.iter().rev() {
+        match e.kind {
+            Kind::Waking {
+                pid, woken: false, ..
+            } if pid == victim => return true,
+            Kind::Switch { next_pid, .. } if next_pid == victim => return true,
+            Kind::Switch {
+                prev_pid,
+                prev_state,
+                ..
+            } if prev_pid == victim => return prev_state == 0,
+            _ => {}
+        }
+    }
+    false
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Key {
+    kind: CauseKind,
+    name: String,
+    pid: Option<i32>,
+    prio: Option<i32>,
+    inversion: bool,
+}
+
+impl Key {
+    fn plain(kind: CauseKind, name: &str) -> Key {
+        Key {
+            kind,
+            name: name.into(),
+            pid: None,
+            prio: None,
+            inversion: false,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Acc {
+    causes: Vec<Cause>,
+    segments: Vec<Segment>,
+}
+
+impl Acc {
+    fn add(&mut self, key: Key, from: u64, to: u64) {
+        let d = to - from;
+        let i = match self
+            .causes
+            .iter()
+            .position(|c| c.kind == key.kind && c.name == key.name && c.pid == key.pid)
+        {
+            Some(i) => i,
+            None => {
+                let (policy, priority) = match key.prio {
+                    Some(p) => policy_of(p),
+                    None => (None, None),
+                };
+                self.causes.push(Cause {
+                    kind: key.kind,
+                    name: key.name,
+                    pid: key.pid,
+                    ns: 0,
+                    policy,
+                    priority,
+                    inversion: false,
+                });
+                self.causes.len() - 1
+            }
+        };
+        self.causes[i].ns += d;
+        self.causes[i].inversion |= key.inversion;
+        match self.segments.last_mut() {
+            Some(s) if s.cause == i && s.end_ns == from => s.end_ns = to,
+            _ => self.segments.push(Segment {
+                start_ns: from,
+                end_ns: to,
+                cause: i,
+            }),
+        }
+    }
+}
+
+/// Policy and user-visible priority from a kernel priority (include/linux/sched/prio.h:
+/// `MAX_RT_PRIO` = 100, `DEFAULT_PRIO` = 120; deadline tasks report −1).
+pub fn policy_of(kernel_prio: i32) -> (Option<&'static str>, Option<i32>) {
+    if kernel_prio < 0 {
+        (Some("SCHED_DEADLINE"), None)
+    } else if kernel_prio < 100 {
+        (Some("SCHED_FIFO/RR"), Some(99 - kernel_prio))
+    } else {
+        (Some("SCHED_OTHER"), Some(kernel_prio - 120))
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    /// Running task and its kernel priority.
+    cur: Option<(i32, i32)>,
+    stack: Vec<Ctx>,
+    victim_prio: Option<i32>,
+    woken: bool,
+    /// The victim was runnable when the window began (its previous job still running or
+    /// waiting): until it sleeps, its own running is its own work, not the wake-up path.
+    busy: bool,
+}
+
+impl State {
+    fn apply(&mut self, e: &Event, victim: i32) {
+        match e.kind {
+            Kind::Switch {
+                prev_pid,
+                prev_prio,
+                prev_state,
+                next_pid,
+                next_prio,
+            } => {
+                // A switch happens in task context: any context still open lost its exit event.
+                self.stack.clear();
+                self.cur = Some((next_pid, next_prio));
+                if next_pid == victim {
+                    self.victim_prio = Some(next_prio);
+                    // Running means woken, even where the waking event was not seen.
+                    self.woken = true;
+                }
+                if prev_pid == victim {
+                    self.victim_prio = Some(prev_prio);
+                    self.busy &= prev_state == 0;
+                }
+            }
+            Kind::Waking { pid, prio, .. } if pid == victim => {
+                self.victim_prio = Some(prio);
+            }
+            Kind::IrqEntry { irq } => self.push(Ctx::Irq(irq)),
+            Kind::VectorEntry(v) => self.push(Ctx::Vector(v)),
+            Kind::SoftirqEntry { vec } => self.push(Ctx::Softirq(vec)),
+            Kind::HrtimerEntry { .. } => self.push(Ctx::Hrtimer),
+            Kind::IrqExit { irq } => self.pop(Ctx::Irq(irq)),
+            Kind::VectorExit(v) => self.pop(Ctx::Vector(v)),
+            Kind::SoftirqExit { vec } => self.pop(Ctx::Softirq(vec)),
+            Kind::HrtimerExit => self.pop(Ctx::Hrtimer),
+            Kind::Waking { .. } | Kind::Migrate { .. } => {}
+        }
+    }
+
+    fn push(&mut self, c: Ctx) {
+        if self.stack.len() < MAX_DEPTH {
+            self.stack.push(c);
+        }
+    }
+
+    fn pop(&mut self, c: Ctx) {
+        if let Some(i) = self.stack.iter().rposition(|&x| x == c) {
+            self.stack.truncate(i);
+        }
+    }
+
+    fn classify(&self, victim: i32, names: &Decoder) -> Key {
+        for c in self.stack.iter().rev() {
+            match *c {
+                Ctx::Irq(n) => {
+                    return Key::plain(CauseKind::Irq, &format!("{n}:{}", names.irq_name(n)));
+                }
+                Ctx::Vector(v) => return Key::plain(CauseKind::Irq, v.name()),
+                Ctx::Softirq(v) => {
+                    let name = SOFTIRQ_NAMES.get(v as usize).copied().unwrap_or("?");
+                    return Key::plain(CauseKind::Softirq, name);
+                }
+                Ctx::Hrtimer => {}
+            }
+        }
+        if self.stack.contains(&Ctx::Hrtimer) {
+            return Key::plain(CauseKind::Timer, "hrtimer callbacks");
+        }
+        let Some((pid, prio)) = self.cur else {
+            return Key::plain(CauseKind::Invisible, "before the trace");
+        };
+        let thread = |kind| Key {
+            kind,
+            name: names.comm(pid),
+            pid: Some(pid),
+            prio: Some(prio),
+            inversion: false,
+        };
+        match (pid, self.woken) {
+            (0, false) => Key::plain(CauseKind::IdleExit, "idle state exit"),
+            (0, true) => Key::plain(CauseKind::Wakeup, "idle to task switch"),
+            (p, true) if p == victim && self.busy => Key {
+                name: format!("{} (its previous job)", names.comm(pid)),
+                ..thread(CauseKind::Thread)
+            },
+            (p, true) if p == victim => Key {
+                pid: Some(victim),
+                ..Key::plain(CauseKind::Wakeup, "switch-in and return to the task")
+            },
+            (p, false) if p == victim => thread(CauseKind::Thread),
+            (_, false) => Key {
+                name: format!("late expiry while {} ran", names.comm(pid)),
+                ..thread(CauseKind::Timer)
+            },
+            (_, true) => {
+                let mut k = thread(CauseKind::Thread);
+                // Kernel priorities: a larger number is a lower priority.
+                k.inversion = self.victim_prio.is_some_and(|v| prio > v);
+                k
+            }
+        }
+    }
+}
+
+/// One cause aggregated over a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TopCause {
+    /// Kind.
+    pub kind: CauseKind,
+    /// Name.
+    pub name: String,
+    /// Thread id, where one.
+    pub pid: Option<i32>,
+    /// Delay charged to it over all explained windows.
+    pub total_ns: u64,
+    /// Windows it appears in.
+    pub count: u64,
+    /// Windows where it is the largest cause.
+    pub main_count: u64,
+}
+
+/// Aggregates causes over `explanations`, largest total first (ties: most frequent).
+pub fn top_causes(explanations: &[Explanation]) -> Vec<TopCause> {
+    let mut out: Vec<TopCause> = Vec::new();
+    for ex in explanations {
+        for (i, c) in ex.causes.iter().enumerate() {
+            let slot = match out
+                .iter()
+                .position(|t| t.kind == c.kind && t.name == c.name && t.pid == c.pid)
+            {
+                Some(s) => s,
+                None => {
+                    out.push(TopCause {
+                        kind: c.kind,
+                        name: c.name.clone(),
+                        pid: c.pid,
+                        total_ns: 0,
+                        count: 0,
+                        main_count: 0,
+                    });
+                    out.len() - 1
+                }
+            };
+            out[slot].total_ns += c.ns;
+            out[slot].count += 1;
+            out[slot].main_count += u64::from(i == 0);
+        }
+    }
+    out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(b.count.cmp(&a.count)));
+    out
+}
+
+/// Up to `max` lines naming the top causes, for terminal summaries.
+pub fn summary_lines(top: &[TopCause], windows: usize, max: usize) -> Vec<String> {
+    top.iter()
+        .take(max)
+        .map(|t| {
+            let who = match t.pid {
+                Some(p) => format!("{} {} (pid {p})", t.kind.name(), t.name),
+                None => format!("{} {}", t.kind.name(), t.name),
+            };
+            format!(
+                "{who}: {:.1} µs total, in {}/{windows} outliers, main cause of {}",
+                t.total_ns as f64 / 1e3,
+                t.count,
+                t.main_count
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::EventFormat;
+
+    fn decoder() -> Decoder {
+        let f = EventFormat::parse(
+            "name: x\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n",
+        )
+        .unwrap();
+        Decoder::new(&[f]).unwrap()
+    }
+
+    fn ev(ts: u64, kind: Kind) -> Event {
+        Event { ts, cpu: 1, kind }
+    }
+
+    fn switch(ts: u64, prev: i32, next: i32, next_prio: i32) -> Event {
+        ev(
+            ts,
+            Kind::Switch {
+                prev_pid: prev,
+                prev_prio: 120,
+                prev_state: 1, // sleeping
+
+                next_pid: next,
+                next_prio,
+            },
+        )
+    }
+
+    #[test]
+    fn a_higher_priority_hog_is_the_main_cause_and_causes_add_up() {
+        const V: i32 = 100;
+        const HOG: i32 = 200;
+        let events = [
+            switch(0, V, HOG, 9),
+            ev(1_000, Kind::VectorEntry(Vector::LocalTimer)),
+            ev(1_100, Kind::HrtimerEntry { now: 1_000 }),
+            ev(
+                1_200,
+                Kind::Waking {
+                    pid: V,
+                    prio: 19,
+                    target_cpu: 1,
+                    woken: false,
+                },
+            ),
+            ev(1_300, Kind::HrtimerExit),
+            ev(1_400, Kind::VectorExit(Vector::LocalTimer)),
+            switch(501_400, HOG, V, 19),
+        ];
+        let w = Window {
+            release_ns: 1_000,
+            end_ns: 502_000,
+            pid: V,
+        };
+        let ex = explain(1, &events, &w, Some(1_200), &decoder(), CpuFacts::default());
+        assert_eq!(ex.latency_ns, 501_000);
+        assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), 501_000);
+        let main = ex.main_cause().unwrap();
+        assert_eq!(
+            (main.kind, main.pid, main.ns),
+            (CauseKind::Thread, Some(HOG), 500_000)
+        );
+        assert_eq!(main.priority, Some(90));
+        assert!(!main.inversion);
+        assert!(ex.covered);
+        let irq = ex.causes.iter().find(|c| c.kind == CauseKind::Irq).unwrap();
+        assert_eq!(irq.ns, 400);
+        let wakeup = ex
+            .causes
+            .iter()
+            .find(|c| c.kind == CauseKind::Wakeup)
+            .unwrap();
+        assert_eq!(wakeup.ns, 600);
+        assert_eq!(ex.segments.first().unwrap().start_ns, 1_000);
+        assert_eq!(ex.segments.last().unwrap().end_ns, 502_000);
+    }
+
+    #[test]
+    fn lower_priority_holder_is_an_inversion_and_idle_is_capped() {
+        const V: i32 = 100;
+        let events = [
+            switch(0, 5, 0, 120),
+            ev(
+                50_000,
+                Kind::Waking {
+                    pid: V,
+                    prio: 19,
+                    target_cpu: 1,
+                    woken: false,
+                },
+            ),
+            switch(50_100, 0, 7, 120),
+            switch(80_000, 7, V, 19),
+        ];
+        let w = Window {
+            release_ns: 10_000,
+            end_ns: 80_000,
+            pid: V,
+        };
+        let facts = CpuFacts {
+            idle_exit_bound_ns: 1_000,
+        };
+        let ex = explain(1, &events, &w, Some(50_000), &decoder(), facts);
+        let kinds: Vec<_> = ex.causes.iter().map(|c| (c.kind, c.ns)).collect();
+        assert!(kinds.contains(&(CauseKind::IdleExit, 1_000)), "{kinds:?}");
+        assert!(kinds.contains(&(CauseKind::Invisible, 39_000)), "{kinds:?}");
+        let t = ex
+            .causes
+            .iter()
+            .find(|c| c.kind == CauseKind::Thread)
+            .unwrap();
+        assert_eq!((t.pid, t.ns, t.inversion), (Some(7), 29_900, true));
+        assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), 70_000);
+    }
+
+    #[test]
+    fn no_switch_before_the_window_is_invisible_and_not_covered() {
+        let w = Window {
+            release_ns: 0,
+            end_ns: 10,
+            pid: 1,
+        };
+        let ex = explain(0, &[], &w, None, &decoder(), CpuFacts::default());
+        assert!(!ex.covered);
+        assert_eq!(ex.causes[0].kind, CauseKind::Invisible);
+        assert_eq!(ex.causes[0].ns, 10);
+        let top = top_causes(&[ex.clone(), ex]);
+        assert_eq!(
+            (top[0].total_ns, top[0].count, top[0].main_count),
+            (20, 2, 2)
+        );
+        assert_eq!(summary_lines(&top, 2, 5).len(), 1);
+    }
+}
