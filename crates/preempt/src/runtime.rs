@@ -20,7 +20,7 @@
 //! ```
 //!
 //! SIGINT and SIGTERM are blocked in every thread of the app from before `init` and taken
-//! by one thread (see [`crate::stop_signals`]): the first stops the app like [`exit`] with
+//! by one thread (see the `stop_signals` module): the first stops the app like [`exit`] with
 //! code 130 / 143 and the statistics are kept (marked `stopped_by`); a second exits at once.
 //!
 //! With `clock = mock` the app runs in the simulator instead (see [`crate::sim`]): no
