@@ -253,7 +253,9 @@ fn set_up_thread(priority: u8, soft: bool, cpus: Option<&[usize]>, stack: usize)
             )
         })?;
     }
-    if !soft {
+    // Priority 0 (async tasks that run when nothing else does, RTIC v2's priority-0 tasks)
+    // stays SCHED_OTHER, like idle.
+    if !soft && priority > 0 {
         sched::set_current_thread_policy(&sched::Policy::Fifo { priority }).map_err(|e| {
             io::Error::new(
                 e.kind(),

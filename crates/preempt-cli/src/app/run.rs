@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use preempt_io::sys::clock::monotonic_now_ns;
 use preempt_io::sys::cpu;
 
-use crate::cli::{LatencyArgs, OutputArgs, RtArgs, RunArgs, StressArgs};
+use crate::cli::{HistoryArgs, LatencyArgs, OutputArgs, RtArgs, RunArgs, StressArgs};
 use crate::config::{
     LatencyConfig, PolicyArg, RtConfig, SetArg, SourceArg, StressConfig, StressKind, StressTool,
 };
@@ -165,6 +165,11 @@ fn latency_args(
             export_csv: None,
             no_progress: true,
         },
+        // The suite records its runs itself, once each, after the report.
+        history: HistoryArgs {
+            history_db: None,
+            no_history: true,
+        },
     }
 }
 
@@ -290,10 +295,14 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     });
     let (policy, fallback) = match &rt_ok {
         Ok(()) => (PolicyArg::Fifo, Vec::new()),
-        Err(_) => (
+        Err(e) => (
             PolicyArg::Other,
-            vec![Warning::NotRealTimePolicy {
-                policy: "other (SCHED_FIFO not permitted)".into(),
+            vec![Warning::RealTimeRefused {
+                requested: format!("SCHED_FIFO {}", args.priority),
+                error: e.clone(),
+                grant: crate::error::privilege_hint(&preempt_io::sys::sched::Policy::Fifo {
+                    priority: args.priority,
+                }),
             }],
         ),
     };

@@ -64,23 +64,22 @@ impl Sink {
         self.targets.is_empty()
     }
 
-    /// Checks that every destination directory exists, before a run starts, so a typo does
-    /// not cost a measurement.
+    /// Checks that every destination can be written, before a run starts, so a typo or a
+    /// read-only place does not cost a measurement ([`check_writable`]).
     pub fn preflight(&self) -> Result<()> {
         for (path, _) in &self.targets {
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            if !dir.is_dir() {
-                return Err(crate::error::usage(format!(
-                    "cannot write {}: directory {} does not exist",
-                    path.display(),
-                    dir.display()
-                )));
-            }
+            check_writable(path)?;
         }
         Ok(())
+    }
+
+    /// The JSON destination, if any (the file the history names as a run's source).
+    pub fn json_path(&self) -> Option<&Path> {
+        self.targets
+            .iter()
+            .find(|(p, _)| p.extension().is_some_and(|e| e == "json"))
+            .or(self.targets.first())
+            .map(|(p, _)| p.as_path())
     }
 
     /// Writes `result` to every destination, atomically.
@@ -90,6 +89,47 @@ impl Sink {
         }
         Ok(())
     }
+}
+
+/// Checks, without measuring anything, that `path` can be written as a file: it is not a
+/// directory, its directory exists and accepts a new file (the write goes through a temporary
+/// file and a rename there), and an existing file at `path` opens for writing. A failure is a
+/// usage error (exit 2) naming the path and why.
+pub fn check_writable(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        return Err(crate::error::usage(format!(
+            "cannot write {}: it is a directory; name a file in it, e.g. {}",
+            path.display(),
+            path.join("result.json").display()
+        )));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(crate::error::usage(format!(
+            "cannot write {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
+        return Err(crate::error::usage(format!(
+            "cannot write {}: cannot create a file in {} ({e})",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if path.exists() {
+        if let Err(e) = fs::OpenOptions::new().append(true).open(path) {
+            return Err(crate::error::usage(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so

@@ -160,6 +160,16 @@ fn run_cell(
         error: None,
     };
     match latency::run(&lc, work_iterations, env, stop, &mut |_, _| {}) {
+        // A cell cut short by Ctrl-C/SIGTERM has too few samples to compare with the others:
+        // it is "not measured", never a row of zeros.
+        Ok(outcome) if outcome.interrupted => CellRun {
+            cell: MatrixCell {
+                verdict: "not measured".into(),
+                error: Some("interrupted before the cell finished".into()),
+                ..empty
+            },
+            outcome: None,
+        },
         Ok(outcome) => {
             let r = &outcome.result;
             let merge =

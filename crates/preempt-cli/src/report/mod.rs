@@ -460,6 +460,20 @@ fn summary_section(
     let mut verdict: Vec<String> = Vec::new();
     let mut bad = false;
     let mut meh = false;
+    for (i, r) in results {
+        if !r.complete || r.interrupted {
+            meh = true;
+            verdict.push(format!(
+                "{} is {} and covers only part of the planned run",
+                i.label,
+                if r.complete {
+                    "interrupted"
+                } else {
+                    "partial (complete: false)"
+                }
+            ));
+        }
+    }
     for (_, r) in results {
         if let RunResult::Check(c) = &r.result {
             let n = |s| c.items.iter().filter(|i| i.status == s).count();
@@ -805,7 +819,7 @@ fn matrix_section(b: &mut Builder, i: &Input, m: &MatrixResult) -> Result<()> {
                 td(&c.row),
                 td(&c.stress),
                 cls(
-                    format!("not run: {}", c.error.clone().unwrap_or_default()),
+                    format!("not measured: {}", c.error.clone().unwrap_or_default()),
                     "muted",
                 ),
             ]),
