@@ -186,6 +186,8 @@ pub use preempt_stats::{rta, task_stats};
 #[cfg(not(loom))]
 pub use readiness::SOFT_ENV;
 #[cfg(not(loom))]
+pub use resource::Mutex;
+#[cfg(not(loom))]
 pub use runtime::{EXIT_DEADLINE_FAULT, OnPanic, STATS_JSON_ENV, exit};
 #[cfg(not(loom))]
 pub use stats::AppStats;
