@@ -147,6 +147,8 @@ pub mod executor;
 mod level;
 mod loom;
 #[cfg(not(loom))]
+pub mod metrics;
+
 pub mod mono;
 #[cfg(not(loom))]
 pub mod periodic;
