@@ -162,6 +162,9 @@ pub struct CheckArgs {
     /// Also write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt latency`.
@@ -222,6 +225,9 @@ pub struct LatencyArgs {
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt matrix`.
@@ -251,6 +257,9 @@ pub struct MatrixArgs {
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt wakeup`.
@@ -296,6 +305,9 @@ pub struct WakeupArgs {
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// The internal stress worker.
@@ -362,6 +374,9 @@ pub struct RtioBenchArgs {
     /// The flags of `preempt-rtio-bench` (the same as the `rtio-bench` binary's).
     #[command(flatten)]
     pub bench: preempt_rtio_bench::Args,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt report`.
@@ -414,6 +429,11 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Let partial runs (`complete: false`, or interrupted) be a baseline or a candidate of
+    /// --baseline; without it they are refused, since they cover less than the run they
+    /// are compared with.
+    #[arg(long)]
+    pub allow_partial: bool,
     /// History database for run ids.
     #[command(flatten)]
     pub history: HistoryArgs,
