@@ -339,3 +339,61 @@ fn micro_without_real_time_privilege_exits_3_naming_the_grant() {
     // The figures it could measure are kept.
     assert_eq!(read_json(&json)["kind"], "micro");
 }
+
+/// Issue 12, item 7: `preempt run` printed only the report's path; the verdict was in the HTML
+/// alone. Now the same summary is printed in at most 15 lines with the paths.
+#[test]
+fn the_report_verdict_fits_a_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    for (name, bytes) in preempt_cli::report::sample::all() {
+        std::fs::write(d.path().join(name), bytes).unwrap();
+    }
+    let inputs = preempt_cli::results::input::load_many(&[d.path().to_path_buf()]).unwrap();
+    let v = preempt_cli::report::verdict(&inputs);
+    let lines = preempt_cli::app::run::terminal_verdict(&v);
+    let text = lines.join("\n");
+    assert!(lines.len() + 2 <= 15, "{text}");
+    assert!(lines[0].starts_with("verdict ["), "{text}");
+    assert!(text.contains("Readiness check"), "{text}");
+    assert!(text.contains("Worst latency"), "{text}");
+    assert!(text.contains("missed periods"), "{text}");
+    // The HTML shows the very same sentence.
+    let r = preempt_cli::report::build(&inputs, &[], "t").unwrap();
+    assert!(
+        r.html.contains(&preempt_cli::report::html::esc(&v.text)),
+        "{}",
+        v.text
+    );
+}
+
+/// Issue 12, item 8: result files were 0600 whatever the umask and root's under `sudo`. Now
+/// they honour the umask (0644 under 022) and belong to SUDO_UID/SUDO_GID.
+#[test]
+fn result_files_honour_the_umask_and_belong_to_the_sudo_user() {
+    use std::os::unix::fs::MetadataExt;
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("check.json");
+    let out = StdCommand::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask 022; exec {BIN} check --no-history --export-json {}",
+            json.display()
+        ))
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 4)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = std::fs::metadata(&json).unwrap();
+    assert_eq!(m.mode() & 0o777, 0o644);
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!((m.uid(), m.gid()), (65534, 65534));
+    } else {
+        support::skip_unprivileged("not root: the SUDO_UID hand-over is not checked");
+    }
+}

@@ -744,6 +744,10 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         })
         .collect();
     let (accounting, summary, mock) = (app.args.accounting, app.args.summary, app.args.mock_clock);
+    let metrics = match &app.args.metrics {
+        Some(addr) => quote!(::core::option::Option::Some(#addr)),
+        None => quote!(::core::option::Option::None),
+    };
 
     let init_ident = &app.init.item.sig.ident;
     let mut shared_writes = Vec::new();
@@ -803,6 +807,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 summary: #summary,
                 mock_clock: #mock,
                 locks: &[#(&#lockstats),*],
+                metrics: #metrics,
             },
         );
 

@@ -37,6 +37,8 @@ pub struct AppConfig {
     pub mock_clock: bool,
     /// The measured critical sections, one per (task, PCP resource).
     pub locks: &'static [&'static LockStats],
+    /// `metrics = "addr"`: serve the app's metrics there (`PREEMPT_METRICS` overrides).
+    pub metrics: Option<&'static str>,
 }
 
 impl AppConfig {

@@ -40,6 +40,7 @@ use preempt_sync::futex;
 
 pub use crate::config::{AppConfig, OnPanic};
 use crate::level::{IdlePolicy, LoopControl};
+use crate::metrics::{self, METRICS_ENV};
 use crate::readiness;
 use crate::sim;
 use crate::stats::{AppStats, Scheduling};
@@ -362,6 +363,16 @@ fn finish(app: &'static App, code: i32) -> i32 {
     code
 }
 
+/// What a metrics scrape shows of `app`: its statistics and their analysis.
+fn figures(app: &'static App) -> metrics::Figures {
+    let stats = app.stats();
+    metrics::Figures {
+        rta: stats.rta().map_err(|e| e.to_string()),
+        app: stats.app,
+        tasks: stats.tasks.into_iter().map(|t| t.stats).collect(),
+    }
+}
+
 /// Makes `app` the running app; `false` if another one runs.
 fn claim_running(app: &'static App) -> bool {
     let claimed = RUNNING
@@ -493,6 +504,28 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
             return 1;
         }
     }
+
+    // Before anything of the app runs, so a bad address loses nothing.
+    let _metrics_server = match metrics::address(config.metrics) {
+        Some(addr) => match metrics::serve(Box::new(move || figures(app)), &addr) {
+            Ok(server) => {
+                eprintln!(
+                    "preempt: app `{}` serves its metrics at http://{}/metrics",
+                    config.name,
+                    server.local_addr()
+                );
+                Some(server)
+            }
+            Err(err) => {
+                eprintln!(
+                    "preempt: app `{}`: metrics ({METRICS_ENV} or `metrics = ..`): {err}",
+                    config.name
+                );
+                return 1;
+            }
+        },
+        None => None,
+    };
 
     if !claim_running(app) {
         return 1;

@@ -608,6 +608,7 @@ pub fn run(
     );
     let trace_error = cfg.trace_samples.as_ref().and_then(|path| {
         write_trace(path, &cfg.cpus, pinned, &ends)
+            .map(|()| crate::export::hand_over(path))
             .with_context(|| format!("cannot write --trace-samples {}", path.display()))
             .err()
             .map(|e| format!("{e:#}"))

@@ -215,8 +215,7 @@ pub fn cell_file(dir: &Path, level: &str, row: &str) -> std::path::PathBuf {
 
 /// Creates the output directory.
 pub fn prepare_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("--out-dir {}: cannot create it", dir.display()))
+    crate::export::create_output_dir(dir).with_context(|| format!("--out-dir {}", dir.display()))
 }
 
 #[cfg(test)]
