@@ -891,6 +891,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pipe_delivers_in_order_blocks_when_full_and_ends_after_the_last_hang_up() {
+        let pipe = Arc::new(Pipe::new(2));
+        let frame = |seq: u8| {
+            (
+                usize::from(seq % 2),
+                sensor::ReadHeader::default(),
+                [seq; 20],
+            )
+        };
+        // More frames than the queue holds: the senders must wait for the receiver.
+        let n = u8::try_from(PIPE_FRAMES / 2 + 50).unwrap_or(u8::MAX);
+        let senders: Vec<_> = (0..2_u8)
+            .map(|k| {
+                let p = Arc::clone(&pipe);
+                std::thread::spawn(move || {
+                    for i in 0..n {
+                        p.send(frame(i.wrapping_mul(2).wrapping_add(k)));
+                    }
+                    p.hang_up();
+                })
+            })
+            .collect();
+        let mut last = [None::<u8>; 2];
+        let mut got = 0;
+        while let Some((dev, _, f)) = pipe.recv() {
+            // Per sender, frames come out in the order they went in.
+            if let Some(prev) = last[dev] {
+                assert_eq!(f[0], prev.wrapping_add(2));
+            }
+            last[dev] = Some(f[0]);
+            got += 1;
+        }
+        for s in senders {
+            s.join().unwrap();
+        }
+        assert_eq!(got, 2 * usize::from(n));
+        assert!(pipe.recv().is_none(), "no sender left: recv ends");
+    }
+
+    #[test]
     fn gaps_are_counted_from_sequence_numbers() {
         let mut st = DevState::new(0, 3200, 0, 16);
         let mut data = Vec::new();
