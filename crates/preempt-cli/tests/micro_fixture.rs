@@ -65,3 +65,51 @@ fn old_micro_file_is_read_by_report_compare_history_and_csv() {
     assert_eq!(csv.lines().count(), 1 + 5);
     assert_eq!(micro::micro_of(f).unwrap().benches.len(), 5);
 }
+
+#[test]
+fn old_layout_histograms_load_with_exact_extremes_and_percentiles_within_one_bucket() {
+    use preempt_cli::results::FORMER_SUB_BUCKET_BITS;
+    use preempt_cli::stats::histogram::{LAYOUT, SUB_BUCKET_BITS};
+
+    let f: ResultFile = serde_json::from_str(FIXTURE).unwrap();
+    let m = micro::micro_of(&f).unwrap();
+    let mut checked = 0;
+    for b in &m.benches {
+        let Some(d) = &b.ns else { continue };
+        assert_eq!(d.histogram.sub_bucket_bits, FORMER_SUB_BUCKET_BITS);
+        let s = d.to_snapshot().expect("the former layout converts");
+        let stored = &d.summary;
+        assert_eq!(
+            (s.count(), s.min_ns(), s.max_ns(), s.sum_ns()),
+            (
+                stored.count,
+                stored.min_ns,
+                stored.max_ns,
+                d.histogram.sum_ns
+            ),
+            "{}",
+            b.id
+        );
+        for (q, p) in [
+            (0.5, stored.p50_ns),
+            (0.9, stored.p90_ns),
+            (0.99, stored.p99_ns),
+            (0.999, stored.p99_9_ns),
+            (0.9999, stored.p99_99_ns),
+        ] {
+            let got = s.value_at_quantile(q);
+            // Never below the stored figure, and inside the current bucket holding it.
+            let upper = LAYOUT.highest_value_at(LAYOUT.index_of(p));
+            assert!(
+                (p..=upper).contains(&got),
+                "{} q={q}: {got} not in {p}..={upper}",
+                b.id
+            );
+        }
+        let back = preempt_cli::results::Distribution::from_snapshot(&s);
+        assert_eq!(back.histogram.sub_bucket_bits, SUB_BUCKET_BITS);
+        assert_eq!(back.summary.count, stored.count);
+        checked += 1;
+    }
+    assert_eq!(checked, 5, "every benchmark of the fixture has a histogram");
+}

@@ -334,6 +334,29 @@ impl<P: Precision> Histogram<P> {
         }
     }
 
+    /// An empty histogram built directly on the heap, never on the stack: a [`Digits3`]
+    /// histogram is 264 KiB, more than the stack of many measuring threads, and
+    /// `Box::new(Histogram::new())` may build the value on the stack first (it does in debug
+    /// builds). Allocates once.
+    pub fn new_boxed() -> Box<Self> {
+        let layout = std::alloc::Layout::new::<Self>();
+        // SAFETY: `layout` is that of `Self`, which is not zero-sized (it holds at least the
+        // five statistics counters), as `alloc_zeroed` requires; a null result is handled below.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<Self>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `ptr` is a live allocation made with the global allocator for `Self`'s
+        // layout, as `Box::from_raw` requires, and it holds a valid `Self`: every field of
+        // `Histogram` is an `AtomicU64` or (through the sealed `Precision::Counts`, which only
+        // this module implements) an array of `AtomicU64`, and all-zero bytes are a valid
+        // `AtomicU64` (it has the layout of `u64`). `reset` below then sets `min` to its empty
+        // value, making it equal to `Histogram::new()`.
+        let mut h = unsafe { Box::from_raw(ptr) };
+        h.reset();
+        h
+    }
+
     /// Records one sample. O(1): an index computation and six relaxed loads and stores; no
     /// allocation, no lock, no syscall. Single writer: see the module docs.
     #[inline]
@@ -694,6 +717,17 @@ impl HistogramSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_boxed_equals_new() {
+        let b = Histogram::<Digits3>::new_boxed();
+        let n = Histogram::<Digits3>::new();
+        assert_eq!(b.snapshot(), n.snapshot());
+        assert_eq!(b.min(), None);
+        b.record(5_000);
+        b.record(7);
+        assert_eq!((b.min(), b.max(), b.count()), (Some(7), Some(5_000), 2));
+    }
 
     #[test]
     fn layouts_match_the_documented_table() {

@@ -24,7 +24,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::results::Distribution;
-use crate::stats::histogram::{Snapshot, bucket_index};
+use crate::stats::histogram::Snapshot;
 
 /// One cyclictest thread.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,16 +73,16 @@ pub fn distribution(threads: &[CyclicThread]) -> Option<Distribution> {
     let mut sum = 0u64;
     for t in &with_hist {
         for &(v, c) in &t.buckets {
-            pairs.push((bucket_index(v), c));
+            pairs.push((v, c));
         }
         if t.overflows > 0 {
-            pairs.push((bucket_index(t.max_ns), t.overflows));
+            pairs.push((t.max_ns, t.overflows));
         }
         sum = sum.saturating_add((t.avg_ns * t.count as f64).round() as u64);
     }
     let min = with_hist.iter().map(|t| t.min_ns).min().unwrap_or(0);
     let max = with_hist.iter().map(|t| t.max_ns).max().unwrap_or(0);
-    let snap = Snapshot::from_sparse(pairs, sum, min, max, Vec::new())?;
+    let snap = Snapshot::from_values(pairs, sum, min, max, Vec::new());
     Some(Distribution::from_snapshot(&snap))
 }
 

@@ -245,11 +245,12 @@ impl Distribution {
                 sub_bucket_bits: histogram::SUB_BUCKET_BITS,
                 sum_ns: s.sum_ns(),
                 buckets: s
-                    .nonzero_buckets()
-                    .map(|(i, count)| Bucket {
-                        lower_ns: histogram::bucket_lower_ns(i),
-                        upper_ns: histogram::bucket_upper_ns(i),
-                        count,
+                    .buckets()
+                    .iter()
+                    .map(|b| Bucket {
+                        lower_ns: b.low_ns,
+                        upper_ns: b.high_ns,
+                        count: b.count,
                     })
                     .collect(),
             },
@@ -261,24 +262,42 @@ impl Distribution {
         }
     }
 
-    /// Rebuilds the snapshot (for merging and recomputing percentiles), or `None` if the
-    /// histogram was written with another layout.
+    /// Rebuilds the snapshot (for merging and recomputing percentiles) in the current layout
+    /// ([`histogram::SUB_BUCKET_BITS`]), or `None` if the stored histogram is malformed (a
+    /// bucket whose bounds are reversed, or a layout tag no version wrote).
+    ///
+    /// A file in the current layout maps bucket for bucket. A file in the former CLI layout
+    /// (tag 9: exact below 512 ns, 256 buckets per power of two) is converted by value range:
+    /// each old bucket's count goes into the current bucket holding the old bucket's upper
+    /// bound. The current layout is finer everywhere (1/1024 against 1/256), so two old buckets
+    /// never share a new one, and a percentile read back is the old one or at most one current
+    /// bucket above it (never below: percentiles are bucket upper bounds). Count, sum, min and
+    /// max are exact either way.
     pub fn to_snapshot(&self) -> Option<Snapshot> {
-        if self.histogram.sub_bucket_bits != histogram::SUB_BUCKET_BITS {
+        let tag = self.histogram.sub_bucket_bits;
+        if tag != histogram::SUB_BUCKET_BITS && tag != FORMER_SUB_BUCKET_BITS {
             return None;
         }
-        Snapshot::from_sparse(
-            self.histogram
-                .buckets
-                .iter()
-                .map(|b| (histogram::bucket_index(b.lower_ns), b.count)),
+        if self
+            .histogram
+            .buckets
+            .iter()
+            .any(|b| b.lower_ns > b.upper_ns)
+        {
+            return None;
+        }
+        Some(Snapshot::from_values(
+            self.histogram.buckets.iter().map(|b| (b.upper_ns, b.count)),
             self.histogram.sum_ns,
             self.summary.min_ns,
             self.summary.max_ns,
             self.worst.iter().map(|w| (w.value_ns, w.cycle)).collect(),
-        )
+        ))
     }
 }
+
+/// The layout tag of files written before the CLI recorded into `preempt-stats`' histogram.
+pub const FORMER_SUB_BUCKET_BITS: u32 = 9;
 
 // ---------------------------------------------------------------------------------------------
 // check
@@ -597,5 +616,56 @@ mod tests {
         let mut d = Distribution::from_snapshot(&Histogram::new().snapshot());
         d.histogram.sub_bucket_bits = 7;
         assert!(d.to_snapshot().is_none());
+    }
+
+    #[test]
+    fn former_layout_converts_by_value_range() {
+        // Buckets of the former layout (tag 9): 300 is exact there; 1_000..=1_001 and
+        // 50_944..=51_199 are one bucket each (widths 2 and 256).
+        let old = |lower_ns, upper_ns, count| Bucket {
+            lower_ns,
+            upper_ns,
+            count,
+        };
+        let d = Distribution {
+            summary: Summary::from_snapshot(&Snapshot::empty()),
+            histogram: HistogramRecord {
+                sub_bucket_bits: FORMER_SUB_BUCKET_BITS,
+                sum_ns: 300 + 2 * 1_001 + 51_000,
+                buckets: vec![
+                    old(300, 300, 1),
+                    old(1_000, 1_001, 2),
+                    old(50_944, 51_199, 1),
+                ],
+            },
+            worst: vec![WorstSample {
+                cycle: 3,
+                value_ns: 51_000,
+            }],
+        };
+        let d = Distribution {
+            summary: Summary {
+                count: 4,
+                min_ns: 300,
+                max_ns: 51_000,
+                ..d.summary
+            },
+            ..d
+        };
+        let s = d.to_snapshot().unwrap();
+        assert_eq!((s.count(), s.min_ns(), s.max_ns()), (4, 300, 51_000));
+        assert_eq!(s.sum_ns(), 300 + 2 * 1_001 + 51_000);
+        assert_eq!(s.worst(), &[(51_000, 3)]);
+        // Each old bucket's count sits in the current bucket of its upper bound.
+        let got: Vec<(u64, u64, u64)> = s
+            .buckets()
+            .iter()
+            .map(|b| (b.low_ns, b.high_ns, b.count))
+            .collect();
+        assert_eq!(got, [(300, 300, 1), (1_001, 1_001, 2), (51_168, 51_199, 1)]);
+        // Written back, it says the current layout.
+        let again = Distribution::from_snapshot(&s);
+        assert_eq!(again.histogram.sub_bucket_bits, histogram::SUB_BUCKET_BITS);
+        assert_eq!(again.to_snapshot().unwrap(), s);
     }
 }

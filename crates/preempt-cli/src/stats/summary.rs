@@ -25,7 +25,7 @@ pub const QUANTILES: [(f64, &str); 5] = [
 
 /// Count, extremes, mean and percentiles of a set of nanosecond samples.
 ///
-/// Percentiles are bucket upper bounds (never below the true value, at most 0.4 % above it);
+/// Percentiles are bucket upper bounds (never below the true value, at most 0.1 % above it);
 /// `min_ns` and `max_ns` are exact.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
