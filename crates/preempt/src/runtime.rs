@@ -579,7 +579,20 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
                     epoch_ns: epoch.load(Ordering::Acquire),
                     idle: idle_policy,
                 };
-                exec.run_loop(&control);
+                // A panic in the runtime itself (task panics are caught inside the loop)
+                // must stop the app: an executor thread that just died would leave `run`
+                // waiting for a stop that never comes.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    exec.run_loop(&control);
+                }));
+                if ran.is_err() {
+                    eprintln!(
+                        "preempt: executor p{priority} of app `{}` panicked in the runtime; \
+                         stopping the app",
+                        config.name
+                    );
+                    app.request_stop(101);
+                }
             });
         match spawned {
             Ok(handle) => handles.push(handle),

@@ -276,6 +276,12 @@ fn rtic_examples_print_what_rtic_ci_expects() {
         );
         return;
     }
+    let taskset = Command::new("taskset").arg("--version").output();
+    assert!(
+        taskset.is_ok_and(|o| o.status.success()),
+        "`taskset` is needed to pin the apps to one CPU: install util-linux (apt-get install \
+         util-linux)"
+    );
     let bin = binary();
     let listed = Command::new(&bin).arg("--list").output().unwrap();
     let mut in_binary: Vec<String> = text(&listed.stdout).lines().map(str::to_owned).collect();
