@@ -700,6 +700,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         })
         .collect();
     let (accounting, summary, mock) = (app.args.accounting, app.args.summary, app.args.mock_clock);
+    let explain = app.args.explain;
 
     let init_ident = &app.init.item.sig.ident;
     let mut shared_writes = Vec::new();
@@ -751,6 +752,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 accounting: #accounting,
                 summary: #summary,
                 mock_clock: #mock,
+                explain: #explain,
                 locks: &[#(&#lockstats),*],
             },
         );

@@ -56,6 +56,8 @@ pub(crate) struct AppArgs {
     pub(crate) summary: bool,
     /// `clock = mock` runs the app in the simulator.
     pub(crate) mock_clock: bool,
+    /// `explain = true` explains deadline misses from the kernel trace.
+    pub(crate) explain: bool,
 }
 
 /// What a level does when idle.
@@ -379,6 +381,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
         page_faults: true,
         summary: false,
         mock_clock: false,
+        explain: false,
     };
     let mut seen: Vec<String> = Vec::new();
     while !input.is_empty() {
@@ -412,6 +415,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
             "accounting" => args.accounting = input.parse::<syn::LitBool>()?.value,
             "page_faults" => args.page_faults = input.parse::<syn::LitBool>()?.value,
             "summary" => args.summary = input.parse::<syn::LitBool>()?.value,
+            "explain" => args.explain = input.parse::<syn::LitBool>()?.value,
             "idle_policy" => args.idle = idle_bindings(input)?,
             "clock" => {
                 let value: Ident = input.parse()?;
@@ -454,8 +458,8 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
                     key.span(),
                     format!(
                         "unknown app argument `{name}`; expected `cores`, `on_panic`, `main`, \
-                         `stack_size`, `idle_policy`, `accounting`, `page_faults`, `summary` \
-                         or `clock`"
+                         `stack_size`, `idle_policy`, `accounting`, `page_faults`, `summary`, \
+                         `explain` or `clock`"
                     ),
                 ));
             }
