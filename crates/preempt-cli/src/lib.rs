@@ -3,16 +3,18 @@
 //!
 //! The binary (`src/main.rs`) is a thin shell over this library so that the schema, the
 //! statistics and the measurement engines are reusable (by `preempt report`/`compare`, the
-//! benches and the tests) and documented:
+//! benches and the tests) and documented. Modules import only downward (checked with
+//! `module-cycles crates/preempt-cli/src`), from the bottom:
 //!
-//! - [`cli`] → [`config`]: raw flags, then validated configurations;
-//! - [`check`]: the readiness audit;
-//! - [`measure`]: `latency`, `matrix` and `wakeup`, on real threads, clocks and timers;
-//! - [`rtio`]: `rtio-bench`, the thread-vs-RTIO IMU benchmark of `preempt-rtio-bench`;
-//! - [`stress`]: built-in stressors with a bounded lifetime;
-//! - [`stats`]: the allocation-free histogram and percentile summaries;
-//! - [`results`] and [`export`]: the one results schema and its JSON/CSV exporters;
-//! - [`warnings`], [`error`]: threats to validity and exit codes.
+//! 1. [`results`] (every kind's schema, the readers of every input incl. cyclictest), [`stats`],
+//!    [`error`], [`procfs`], [`progress`]; [`export`] (JSON/CSV writers of the schema);
+//! 2. [`warnings`], [`sysinfo`]: threats to validity and the machine's description;
+//! 3. [`config`]: validated configurations, free of clap; [`stress`]: bounded stressors;
+//! 4. engines: [`check`], [`measure`] (`latency`, `matrix`, `wakeup`), [`micro`], [`rtio`];
+//! 5. [`history`]: the SQLite store of runs;
+//! 6. presentation: [`report`] (HTML, plots, one section per kind), then [`compare`];
+//! 7. [`cli`]: every clap struct and every raw-args → config conversion;
+//! 8. [`app`]: one file per subcommand, dispatched by [`app::run`] (called by `main`).
 //!
 //! All system calls go through `preempt_io::sys`.
 

@@ -27,8 +27,7 @@ use anyhow::{Context, Result};
 use preempt_io::sys::clock::{ClockId, monotonic_now_ns, sleep_until_ns};
 use preempt_io::sys::{cpu, process};
 
-use crate::cli::{StressKind, StressTool, StressWorkerArgs};
-use crate::config::{StressConfig, kind_name};
+use crate::config::{StressConfig, StressKind, StressTool, kind_name};
 use crate::procfs;
 
 /// Safety net on the worker's life when the parent forgets to stop it: one day.
@@ -131,8 +130,8 @@ fn stress_ng_command(kinds: &[StressKind]) -> Result<Command> {
 }
 
 /// The worker process: runs the stressors until killed or `timeout_s` passes.
-pub fn run_worker(args: &StressWorkerArgs) -> Result<()> {
-    let cfg = StressConfig::new(&args.kinds, StressTool::Builtin);
+pub fn run_worker(kinds: &[StressKind], timeout_s: u64) -> Result<()> {
+    let cfg = StressConfig::new(kinds, StressTool::Builtin);
     let n = cpu::online_cpus().map(|c| c.len()).unwrap_or(1).max(1);
     let stop = Arc::new(AtomicBool::new(false));
     let mut handles = Vec::new();
@@ -175,7 +174,7 @@ pub fn run_worker(args: &StressWorkerArgs) -> Result<()> {
     }
     println!("ready");
     std::io::stdout().flush().context("stdout")?;
-    let end = monotonic_now_ns().saturating_add(args.timeout_s.saturating_mul(1_000_000_000));
+    let end = monotonic_now_ns().saturating_add(timeout_s.saturating_mul(1_000_000_000));
     sleep_until_ns(ClockId::Monotonic, end).context("clock_nanosleep")?;
     stop.store(true, Relaxed);
     // Stressors blocked in a socket read may never return: exit without joining them.

@@ -107,15 +107,3 @@ pub fn smt_siblings(cpu: usize) -> Vec<usize> {
     .map(|l| procfs::parse_cpu_list_lenient(&l))
     .unwrap_or_default()
 }
-
-/// Milliseconds since the Unix epoch, for the `started_unix_ms` field only.
-#[allow(
-    clippy::disallowed_methods,
-    reason = "a human-readable start stamp for the result file; never used for durations"
-)]
-pub fn unix_ms_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}

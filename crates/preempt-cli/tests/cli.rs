@@ -10,6 +10,8 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod support;
+
 const BIN: &str = env!("CARGO_BIN_EXE_preempt");
 
 fn preempt() -> Command {
@@ -22,7 +24,7 @@ fn privileged() -> bool {
     let ok = preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
         .unwrap_or(false);
     if !ok {
-        eprintln!("skipped: needs CAP_SYS_NICE (run as root) for SCHED_FIFO");
+        support::skip_unprivileged("needs CAP_SYS_NICE (run as root) for SCHED_FIFO");
     }
     ok
 }

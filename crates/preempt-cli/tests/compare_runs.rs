@@ -4,13 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use preempt_cli::cli::{CompareArgs, HistoryArgs};
 use preempt_cli::compare::{self, EXIT_REGRESSION};
 use preempt_cli::error::exit_code_of;
-use preempt_cli::history::{History, HistoryArgs};
+use preempt_cli::history::History;
 use preempt_cli::report::sample;
 
-fn args(runs: &[&str], db: &Path) -> compare::Args {
-    compare::Args {
+fn args(runs: &[&str], db: &Path) -> CompareArgs {
+    CompareArgs {
         runs: runs.iter().map(|s| s.to_string()).collect(),
         baseline: None,
         max_ratio: vec![],
@@ -48,11 +49,11 @@ fn two_saved_runs_side_by_side_with_html() {
         &d.path().join("h.sqlite"),
     );
     a.html = Some(d.path().join("cmp.html"));
-    assert_eq!(compare::run(&a).unwrap(), 0);
+    assert_eq!(preempt_cli::app::compare::run(&a).unwrap(), 0);
     let runs: Vec<compare::Run> = a
         .runs
         .iter()
-        .map(|r| compare::load_run(r, &a.history).unwrap())
+        .map(|r| compare::load_run(r, &a.history.config()).unwrap())
         .collect();
     let rows = compare::rows(&runs, &[compare::Metric::P99], &[]);
     let all = rows.iter().find(|r| r.figure == "latency/all").unwrap();
@@ -73,10 +74,10 @@ fn regression_gate_fails_naming_the_figure_and_passes_within_tolerance() {
     let mut a = args(&[worse.to_str().unwrap()], &d.path().join("h.sqlite"));
     a.baseline = Some(base.to_str().unwrap().into());
     a.max_ratio = vec!["p99=1.2".into()];
-    assert_eq!(compare::run(&a).unwrap(), EXIT_REGRESSION);
+    assert_eq!(preempt_cli::app::compare::run(&a).unwrap(), EXIT_REGRESSION);
     let runs = [
-        compare::load_run(&a.baseline.clone().unwrap(), &a.history).unwrap(),
-        compare::load_run(&a.runs[0], &a.history).unwrap(),
+        compare::load_run(&a.baseline.clone().unwrap(), &a.history.config()).unwrap(),
+        compare::load_run(&a.runs[0], &a.history.config()).unwrap(),
     ];
     let (reg, _) = compare::gate(&runs[0], &runs[1], &[(compare::Metric::P99, 1.2)]);
     assert!(
@@ -87,16 +88,16 @@ fn regression_gate_fails_naming_the_figure_and_passes_within_tolerance() {
     // Same file as baseline and run: no regression.
     a.runs = vec![base.to_str().unwrap().into()];
     a.max_ratio = vec!["p99=1.0".into(), "max=1.0".into()];
-    assert_eq!(compare::run(&a).unwrap(), 0);
+    assert_eq!(preempt_cli::app::compare::run(&a).unwrap(), 0);
 }
 
 #[test]
 fn cyclictest_json_and_histogram_compare_with_preempt() {
     let d = tempfile::tempdir().unwrap();
     let json =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/compare/testdata/cyclictest-2.40.json");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/results/testdata/cyclictest-2.40.json");
     let hist =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/compare/testdata/cyclictest-2.40-h.txt");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/results/testdata/cyclictest-2.40-h.txt");
     let ours = write(d.path(), "ours.json", &sample::latency(false));
     let a = args(
         &[
@@ -106,11 +107,11 @@ fn cyclictest_json_and_histogram_compare_with_preempt() {
         ],
         &d.path().join("h.sqlite"),
     );
-    assert_eq!(compare::run(&a).unwrap(), 0);
+    assert_eq!(preempt_cli::app::compare::run(&a).unwrap(), 0);
     let runs: Vec<compare::Run> = a
         .runs
         .iter()
-        .map(|r| compare::load_run(r, &a.history).unwrap())
+        .map(|r| compare::load_run(r, &a.history.config()).unwrap())
         .collect();
     let rows = compare::rows(&runs, &[compare::Metric::Max], &[]);
     let all = rows.iter().find(|r| r.figure == "latency/all").unwrap();
@@ -132,15 +133,15 @@ fn history_run_ids_are_accepted() {
     let b_id = db.record(&sample::micro(), None).unwrap();
     let c_id = db.record(&sample::latency(true), None).unwrap();
     let a = args(&[&a_id.to_string(), &format!("run:{c_id}")], &db_path);
-    assert_eq!(compare::run(&a).unwrap(), 0);
-    let r = compare::load_run(&b_id.to_string(), &a.history).unwrap();
+    assert_eq!(preempt_cli::app::compare::run(&a).unwrap(), 0);
+    let r = compare::load_run(&b_id.to_string(), &a.history.config()).unwrap();
     assert_eq!(r.label, format!("run #{b_id}"));
     assert!(
         r.figures
             .iter()
             .any(|f| f.key == "micro/context_switch" && f.cycles.is_some())
     );
-    let e = compare::load_run("999", &a.history).unwrap_err();
+    let e = compare::load_run("999", &a.history.config()).unwrap_err();
     assert!(format!("{e:#}").contains("no run #999"), "{e:#}");
 }
 
@@ -151,8 +152,8 @@ fn bad_input_is_named() {
     let ok = write(d.path(), "ok.json", &sample::latency(false));
     let check = write(d.path(), "check.json", &sample::check());
     let ok = ok.to_str().unwrap();
-    let usage = |a: &compare::Args, expect: &str| {
-        let e = compare::run(a).unwrap_err();
+    let usage = |a: &CompareArgs, expect: &str| {
+        let e = preempt_cli::app::compare::run(a).unwrap_err();
         assert!(format!("{e:#}").contains(expect), "{e:#}");
         assert_eq!(exit_code_of(&e), 2, "{e:#}");
     };
@@ -167,12 +168,12 @@ fn bad_input_is_named() {
     a.metrics = vec!["p42".into()];
     usage(&a, "--metrics: unknown metric 'p42'");
 
-    let e = compare::run(&args(&[ok, "/nonexistent/run.json"], &db)).unwrap_err();
+    let e = preempt_cli::app::compare::run(&args(&[ok, "/nonexistent/run.json"], &db)).unwrap_err();
     assert!(
         format!("{e:#}").contains("cannot read /nonexistent/run.json"),
         "{e:#}"
     );
-    let e = compare::run(&args(&[ok, check.to_str().unwrap()], &db)).unwrap_err();
+    let e = preempt_cli::app::compare::run(&args(&[ok, check.to_str().unwrap()], &db)).unwrap_err();
     assert!(format!("{e:#}").contains("no figure in common"), "{e:#}");
     let corrupt = d.path().join("corrupt.json");
     std::fs::write(
@@ -180,7 +181,8 @@ fn bad_input_is_named() {
         "{\"schema_version\": 1, \"kind\": \"latency\", \"data\": {}}",
     )
     .unwrap();
-    let e = compare::run(&args(&[ok, corrupt.to_str().unwrap()], &db)).unwrap_err();
+    let e =
+        preempt_cli::app::compare::run(&args(&[ok, corrupt.to_str().unwrap()], &db)).unwrap_err();
     assert!(
         format!("{e:#}").contains(&corrupt.display().to_string()),
         "{e:#}"

@@ -19,6 +19,8 @@ use std::process::{Command, Stdio};
 use preempt_io::sys::clock::{ClockId, monotonic_now_ns, sleep_until_ns};
 use preempt_io::sys::{caps, cpu, sched};
 
+mod support;
+
 const BIN: &str = env!("CARGO_BIN_EXE_preempt");
 const INTERVAL_NS: u64 = 1_000_000;
 const LOOPS: u64 = 2_500;
@@ -34,7 +36,9 @@ struct Sample {
 #[test]
 fn injected_delays_show_up_in_the_right_cycles_with_the_right_size() {
     if !caps::has_effective(caps::Capability::SysNice).unwrap_or(false) {
-        eprintln!("skipped: the ground-truth test needs CAP_SYS_NICE (root) for SCHED_FIFO");
+        support::skip_unprivileged(
+            "the ground-truth test needs CAP_SYS_NICE (root) for SCHED_FIFO",
+        );
         return;
     }
     let target = *cpu::online_cpus().unwrap().last().unwrap();

@@ -6,7 +6,7 @@
 use preempt_cli::export::{Exporter, csv::CsvExporter, json::JsonExporter};
 use preempt_cli::history::{self, History};
 use preempt_cli::micro;
-use preempt_cli::report::input::{self, Loaded};
+use preempt_cli::results::input::{self, Loaded};
 use preempt_cli::results::{ResultFile, RunResult};
 
 const FIXTURE: &str = include_str!("fixtures/micro-v1.json");

@@ -11,6 +11,8 @@ use assert_cmd::Command;
 use preempt_cli::micro::{self, framework};
 use preempt_cli::results::ResultFile;
 
+mod support;
+
 /// `preempt micro --sets framework --scale 0.01` plus `args`, parsed from `--json`.
 fn run(args: &[&str], env: &[(&str, &str)]) -> ResultFile {
     let mut cmd = Command::cargo_bin("preempt").unwrap();
@@ -48,10 +50,10 @@ fn expected_count(row: &str) -> u64 {
 #[test]
 fn every_framework_row_has_samples_when_privileged() {
     if let Err(e) = micro::fifo_permitted(80) {
-        eprintln!(
-            "skipped: SCHED_FIFO is not permitted ({e}); the framework apps need real-time \
+        support::skip_unprivileged(&format!(
+            "SCHED_FIFO is not permitted ({e}); the framework apps need real-time \
              privileges (root or CAP_SYS_NICE + CAP_IPC_LOCK); soft mode is tested below"
-        );
+        ));
         return;
     }
     let f = run(&[], &[]);

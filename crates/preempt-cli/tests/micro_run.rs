@@ -6,17 +6,21 @@
 use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
+use preempt_cli::cli::MicroArgs;
+use preempt_cli::config::SetArg;
 use preempt_cli::error::exit_code_of;
 use preempt_cli::export::{Exporter, csv::CsvExporter, json::JsonExporter};
-use preempt_cli::micro::{self, MicroConfig, SetArg, clock::CounterKind};
+use preempt_cli::micro::{self, MicroConfig, clock::CounterKind};
+
+mod support;
 
 #[derive(Parser)]
 struct Cli {
     #[command(flatten)]
-    micro: micro::Args,
+    micro: MicroArgs,
 }
 
-fn parse(args: &[&str]) -> micro::Args {
+fn parse(args: &[&str]) -> MicroArgs {
     Cli::try_parse_from(std::iter::once("micro").chain(args.iter().copied()))
         .unwrap()
         .micro
@@ -26,7 +30,9 @@ fn can_fifo() -> bool {
     match micro::fifo_permitted(80) {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("SCHED_FIFO not permitted ({e}): real-time parts are checked as skipped");
+            support::skip_unprivileged(&format!(
+                "SCHED_FIFO not permitted ({e}): real-time parts are checked as skipped"
+            ));
             false
         }
     }
@@ -167,7 +173,7 @@ fn the_file_round_trips_and_exports_csv() {
     let json = JsonExporter.serialize(&f).unwrap();
     let text = String::from_utf8(json).unwrap();
     assert!(text.contains("\"kind\": \"micro\"") && text.contains("\"schema_version\": 1"));
-    let back = preempt_cli::report::input::parse_text(&text, "micro.json").unwrap();
+    let back = preempt_cli::results::input::parse_text(&text, "micro.json").unwrap();
     assert_eq!(back.kind(), "micro");
     let csv = String::from_utf8(CsvExporter.serialize(&f).unwrap()).unwrap();
     let mut lines = csv.lines();
@@ -213,11 +219,11 @@ fn part_two_subcommands_wire_together() {
     use clap::{CommandFactory, Subcommand};
     #[derive(Subcommand)]
     enum Part2 {
-        Micro(micro::Args),
-        Report(preempt_cli::report::Args),
-        Compare(preempt_cli::compare::Args),
-        History(preempt_cli::history::Args),
-        Run(preempt_cli::report::suite::Args),
+        Micro(MicroArgs),
+        Report(preempt_cli::cli::ReportArgs),
+        Compare(preempt_cli::cli::CompareArgs),
+        History(preempt_cli::cli::HistoryCmdArgs),
+        Run(preempt_cli::cli::RunArgs),
     }
     #[derive(Parser)]
     struct Preempt {

@@ -1,11 +1,12 @@
 //! Bad input to `preempt report` (issue 6, "Done when": missing or corrupt result files give a
-//! clear error naming the file). Each case goes through `report::run`, the entry point of the
+//! clear error naming the file). Each case goes through `app::report::run`, the entry point of the
 //! subcommand, and checks the one-line message and the exit code class.
 
 use std::path::{Path, PathBuf};
 
+use preempt_cli::cli::ReportArgs as Args;
 use preempt_cli::error::exit_code_of;
-use preempt_cli::report::{self, Args};
+use preempt_cli::report;
 
 fn args(inputs: Vec<PathBuf>, out: &Path) -> Args {
     Args {
@@ -18,7 +19,7 @@ fn args(inputs: Vec<PathBuf>, out: &Path) -> Args {
 }
 
 fn err(a: &Args) -> (String, u8) {
-    let e = report::run(a).expect_err("must fail");
+    let e = preempt_cli::app::report::run(a).expect_err("must fail");
     (format!("{e:#}"), exit_code_of(&e))
 }
 
@@ -153,7 +154,10 @@ fn good_input_writes_the_page() {
     let d = tempfile::tempdir().unwrap();
     let p = sample(d.path(), "micro.json");
     let out = d.path().join("out");
-    assert_eq!(report::run(&args(vec![p], &out)).unwrap(), 0);
+    assert_eq!(
+        preempt_cli::app::report::run(&args(vec![p], &out)).unwrap(),
+        0
+    );
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("Microbenchmarks") && html.contains("context switch (sched_yield)"));
 }

@@ -6,8 +6,11 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use assert_cmd::Command;
-use preempt_cli::micro::{self, MicroConfig, SetArg};
-use preempt_cli::report::{self, input};
+use preempt_cli::config::SetArg;
+use preempt_cli::micro::{self, MicroConfig};
+use preempt_cli::results::input;
+
+mod support;
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -29,7 +32,9 @@ fn latency(dir: &Path, name: &str) {
     .arg("--trace-samples")
     .arg(dir.join(format!("{name}-trace.csv")));
     if !is_root() {
-        eprintln!("not root: measuring with --policy other (SCHED_FIFO needs CAP_SYS_NICE)");
+        support::skip_unprivileged(
+            "not root: measuring with --policy other (SCHED_FIFO needs CAP_SYS_NICE)",
+        );
         cmd.args(["--policy", "other", "--no-mlock"]);
     }
     cmd.assert().success();
@@ -66,14 +71,14 @@ fn report_of_real_latency_check_and_micro_files() {
         .unwrap();
 
     let out = d.path().join("out");
-    let a = report::Args {
+    let a = preempt_cli::cli::ReportArgs {
         inputs: vec![d.path().to_path_buf()],
         out: out.clone(),
         trace: vec![d.path().join("latency-trace.csv")],
         title: None,
         no_png: true,
     };
-    assert_eq!(report::run(&a).unwrap(), 0);
+    assert_eq!(preempt_cli::app::report::run(&a).unwrap(), 0);
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     for section in [
         "Readiness check",

@@ -10,7 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use preempt_cli::report::{self, input};
+use preempt_cli::report;
+use preempt_cli::results::input;
 
 fn write_samples(dir: &Path) {
     for (name, bytes) in report::sample::all() {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 
 use assert_cmd::Command;
-use preempt_cli::report::input::{self, Loaded};
+use preempt_cli::results::input::{self, Loaded};
 use preempt_cli::results::rtio::RtioBenchResult;
 use preempt_cli::results::{ResultFile, RunResult};
 

@@ -9,7 +9,7 @@
 //!   hence on different threads, may touch it mutably. When every user runs at one priority
 //!   they share one executor thread and run to completion one after the other, so the access
 //!   is exclusive without any atomic operation. When every user reads (`&res`), no lock is
-//!   needed either.
+//!   needed either: everyone gets `&T`, as in RTIC v2.
 //! * **Groups.** Tasks that transitively share locked resources form one PCP group with its
 //!   own system ceiling (`preempt_sync::pcp::PcpGroup`); independent groups never block each
 //!   other, unlike the single process-wide ceiling of `pcp-mutex` 0.2.
@@ -154,10 +154,11 @@ pub(crate) fn app(app: &App) -> Analysis {
             continue;
         }
         let one_priority = info.users.iter().all(|u| u.1 == info.users[0].1);
-        info.access = if lock_free.contains(name) || one_priority {
-            Access::Exclusive
-        } else if info.users.iter().all(|u| u.2) {
+        // Everyone `&res` gives `&T` to everyone, whatever the priorities (as in RTIC v2).
+        info.access = if info.users.iter().all(|u| u.2) {
             Access::ReadOnly
+        } else if lock_free.contains(name) || one_priority {
+            Access::Exclusive
         } else {
             locked.push(name.clone());
             let first = info.users[0].0;
@@ -261,15 +262,16 @@ mod tests {
     fn one_priority_needs_no_lock_and_reads_need_none() {
         let (_, a) = analyse(quote! {
             mod app {
-                #[shared] struct Shared { same: u32, read: u32, mixed: u32 }
-                #[init] fn init(_: init::Context) -> (Shared, Local, init::Monotonics) { loop {} }
-                #[task(priority = 2, shared = [same, &read, &mixed])] fn a(_: a::Context) {}
+                #[shared] struct Shared { same: u32, read: u32, mixed: u32, only_read_here: u8 }
+                #[init] fn init(_: init::Context) -> (Shared, Local) { loop {} }
+                #[task(priority = 2, shared = [same, &read, &mixed, &only_read_here])] fn a(_: a::Context) {}
                 #[task(priority = 2, shared = [same, &read])] fn b(_: b::Context) {}
                 #[task(priority = 3, shared = [&read, mixed])] fn c(_: c::Context) {}
             }
         });
         assert_eq!(a.shared["same"].access, Access::Exclusive);
         assert_eq!(a.shared["read"].access, Access::ReadOnly);
+        assert_eq!(a.shared["only_read_here"].access, Access::ReadOnly);
         assert_eq!(a.shared["mixed"].access, Access::Pcp { group: 0 });
         assert_eq!(a.shared["mixed"].ceiling, 3);
         assert_eq!(a.levels[0].capacity, 2);

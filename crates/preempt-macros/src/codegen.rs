@@ -369,6 +369,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             &idle.local,
             None,
             None,
+            true,
         ));
         plans
     });
@@ -388,6 +389,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             &task.local,
             task.binds.as_ref(),
             task_spawn(app, analysis, i),
+            false,
         ));
         task_plans.push(plans);
     }
@@ -720,6 +722,11 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         local_binds.push(quote!(#f: #tmp));
         shared_writes.push(quote!(#st.write(#tmp);));
     }
+    let init_pattern = if app.init.monotonics {
+        quote!((Shared { #(#shared_binds),* }, Local { #(#local_binds),* }, _))
+    } else {
+        quote!((Shared { #(#shared_binds),* }, Local { #(#local_binds),* }))
+    };
     let (idle_entry, idle_arg) = match (&app.idle, &idle_plans) {
         (Some(idle), Some(plans)) => {
             let ident = &idle.item.sig.ident;
@@ -772,7 +779,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 ::preempt::__private::Entry {
                     init: &mut || {
                         // SAFETY: `run` calls this closure once, before any executor exists.
-                        let (Shared { #(#shared_binds),* }, Local { #(#local_binds),* }, _) =
+                        let #init_pattern =
                             #init_ident(unsafe { #init_ident::Context::__preempt_new() });
                         // SAFETY: no executor or idle thread runs yet, so nothing reads these
                         // cells; each is written exactly once, here.
@@ -821,7 +828,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         quote!()
     };
 
-    let init_item = &app.init.item;
+    let init_item = allow_mut_context(&app.init.item);
     let idle_item = app.idle.as_ref().map(|i| allow_mut_context(&i.item));
     let task_items = app.tasks.iter().map(|t| allow_mut_context(&t.item));
 
@@ -847,16 +854,18 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
     }
 }
 
-/// `mut cx` is needed by RTIC v2 code (proxies by value) and RTIC v1 code written for
-/// them, but not here (the context holds `&mut` proxies): keep it from warning.
+/// `mut cx`, and `mut` on proxies destructured from it (`let t::SharedResources { mut a, .. }
+/// = cx.shared`), are needed by RTIC v2 code (proxies by value) and RTIC v1 code written for
+/// them, but not here (the context holds `&mut` proxies): keep them from warning, in the
+/// whole function.
 ///
 /// An `async fn` may not elide the lifetime of `t::Context` (E0726), which RTIC v2 code
 /// does: the hidden `'_` is written out.
 fn allow_mut_context(item: &syn::ItemFn) -> syn::ItemFn {
     let mut item = item.clone();
     let is_async = item.sig.asyncness.is_some();
+    item.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
     if let Some(syn::FnArg::Typed(pt)) = item.sig.inputs.first_mut() {
-        pt.attrs.push(syn::parse_quote!(#[allow(unused_mut)]));
         if let (true, Type::Path(tp)) = (is_async, &mut *pt.ty) {
             if let Some(last) = tp.path.segments.last_mut() {
                 if last.arguments.is_empty() {
@@ -1059,7 +1068,8 @@ fn init_module(app: &App) -> TokenStream {
 }
 
 /// The module of a task or of `idle`: `Context`, `LocalResources`, `SharedResources`,
-/// `LockedResources` and, for spawnable tasks, the spawn functions.
+/// `LockedResources` and, for spawnable tasks, the spawn functions. `static_locals` gives
+/// the local resources the `'static` lifetime (`idle`).
 fn context_module(
     app: &App,
     name: &Ident,
@@ -1067,9 +1077,16 @@ fn context_module(
     locals: &[LocalAccess],
     binds: Option<&Ident>,
     spawn: Option<TokenStream>,
+    static_locals: bool,
 ) -> TokenStream {
     let allows = allows();
     let owner = name.to_string();
+    // `idle` runs once, so its local resources live as long as the program (as in RTIC).
+    let local_lifetime = if static_locals {
+        quote!('static)
+    } else {
+        quote!('a)
+    };
 
     let mut local_fields = Vec::new();
     let mut local_inits = Vec::new();
@@ -1083,7 +1100,7 @@ fn context_module(
             },
         };
         let st = local_static(&owner, local);
-        local_fields.push(quote!(pub #ident: &'a mut #ty,));
+        local_fields.push(quote!(pub #ident: &#local_lifetime mut #ty,));
         local_inits.push(quote!(#ident: unsafe { super::#st.get_mut() },));
     }
     if let Some(field) = binds {

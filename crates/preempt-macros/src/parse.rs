@@ -166,6 +166,9 @@ impl LocalAccess {
 pub(crate) struct Init {
     pub(crate) item: ItemFn,
     pub(crate) local: Vec<LocalAccess>,
+    /// `-> (Shared, Local, init::Monotonics)` (RTIC v1) rather than `-> (Shared, Local)`
+    /// (RTIC v2).
+    pub(crate) monotonics: bool,
 }
 
 /// `#[idle]`.
@@ -317,7 +320,7 @@ pub(crate) fn app(args: TokenStream, input: TokenStream) -> syn::Result<App> {
         return Err(syn::Error::new(
             module.ident.span(),
             "missing #[init] function: add `#[init] fn init(cx: init::Context) -> \
-             (Shared, Local, init::Monotonics)`",
+             (Shared, Local)`",
         ));
     };
 
@@ -1009,7 +1012,7 @@ fn init_fn(item: ItemFn, attr: Attribute) -> syn::Result<Init> {
             "#[init] takes only its context: `fn init(cx: init::Context)`",
         ));
     }
-    if !returns_init_tuple(&item) {
+    let Some(monotonics) = returns_init_tuple(&item) else {
         let span = match &item.sig.output {
             ReturnType::Default => item.sig.ident.span(),
             ReturnType::Type(_, ty) => ty.span(),
@@ -1017,33 +1020,40 @@ fn init_fn(item: ItemFn, attr: Attribute) -> syn::Result<Init> {
         return Err(syn::Error::new(
             span,
             format!(
-                "#[init] must return the resources: `-> (Shared, Local, {}::Monotonics)`",
+                "#[init] must return the resources: `-> (Shared, Local)` (RTIC v2) or \
+                 `-> (Shared, Local, {}::Monotonics)` (RTIC v1)",
                 item.sig.ident
             ),
         ));
-    }
+    };
     let args = item_args(&attr, "init")?;
     Ok(Init {
         item,
         local: args.local.map(|(l, _)| l).unwrap_or_default(),
+        monotonics,
     })
 }
 
-fn returns_init_tuple(item: &ItemFn) -> bool {
+/// `Some(false)` for `(Shared, Local)`, `Some(true)` for `(Shared, Local, init::Monotonics)`.
+fn returns_init_tuple(item: &ItemFn) -> Option<bool> {
     let ReturnType::Type(_, ty) = &item.sig.output else {
-        return false;
+        return None;
     };
     let Type::Tuple(tuple) = &**ty else {
-        return false;
+        return None;
     };
     let last_is = |ty: &Type, name: &str| -> bool {
         matches!(ty, Type::Path(tp) if tp.qself.is_none()
             && tp.path.segments.last().is_some_and(|s| s.ident == name && s.arguments.is_empty()))
     };
-    tuple.elems.len() == 3
+    let resources = tuple.elems.len() >= 2
         && last_is(&tuple.elems[0], "Shared")
-        && last_is(&tuple.elems[1], "Local")
-        && last_is(&tuple.elems[2], "Monotonics")
+        && last_is(&tuple.elems[1], "Local");
+    match tuple.elems.len() {
+        2 if resources => Some(false),
+        3 if resources && last_is(&tuple.elems[2], "Monotonics") => Some(true),
+        _ => None,
+    }
 }
 
 fn idle_fn(item: ItemFn, attr: Attribute) -> syn::Result<Idle> {

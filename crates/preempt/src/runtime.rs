@@ -30,6 +30,7 @@
 //! flag and wakes every executor; each finishes the task it is running and returns. Tasks
 //! are run-to-completion, so a lock is never abandoned half-way.
 
+use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU8, AtomicU32, Ordering};
 use std::thread;
@@ -194,9 +195,12 @@ static RUNNING: AtomicPtr<App> = AtomicPtr::new(std::ptr::null_mut());
 /// Stops the running application with exit code `code`, from anywhere (a task, `idle`, any
 /// thread).
 ///
-/// It returns: the calling task runs to completion, no new task starts, and the generated
-/// `main` exits the process with `code` once every executor has stopped. The first call's
-/// code wins. With no app running it exits the process at once (`std::process::exit`).
+/// From a task it returns: the calling task runs to completion, no new task starts, and
+/// the generated `main` exits the process with `code` once every executor has stopped.
+/// From `#[idle]` it does not return: idle ends at once (as RTIC's `debug::exit`, which
+/// never returns), by unwinding its thread with a private payload that the runtime catches
+/// silently; no panic message is printed. The first call's code wins. With no app running
+/// it exits the process at once (`std::process::exit`).
 pub fn exit(code: i32) {
     let app = RUNNING.load(Ordering::Acquire);
     if app.is_null() {
@@ -204,7 +208,19 @@ pub fn exit(code: i32) {
     }
     // SAFETY: RUNNING only ever holds `&'static App` (set in `run`).
     unsafe { &*app }.request_stop(code);
+    if IN_IDLE.with(Cell::get) {
+        // `resume_unwind` does not run the panic hook: nothing is printed.
+        std::panic::resume_unwind(Box::new(IdleExit));
+    }
 }
+
+thread_local! {
+    /// Set on the idle thread: `exit` called there ends idle.
+    static IN_IDLE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The unwinding payload with which `exit` ends `#[idle]`.
+struct IdleExit;
 
 /// `app::shutdown()`: stops `app` with `code`.
 #[doc(hidden)]
@@ -621,7 +637,11 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
         let spawned = thread::Builder::new()
             .name("preempt-idle".into())
             .spawn(move || {
+                IN_IDLE.with(|flag| flag.set(true));
                 if let Err(payload) = std::panic::catch_unwind(idle) {
+                    if payload.is::<IdleExit>() {
+                        return; // `exit` ended idle; the stop is already requested.
+                    }
                     let text = payload
                         .downcast_ref::<&str>()
                         .copied()

@@ -23,22 +23,22 @@
 //! assert!(parse_limits(&["p98=1.2".into()]).is_err());
 //! ```
 
-pub mod cyclictest;
 pub mod rtio;
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 
-use crate::error::{EXIT_OK, usage};
-use crate::history::{History, HistoryArgs};
-use crate::micro::CycleSummary;
+use crate::error::usage;
+use crate::history::{History, HistoryConfig};
 use crate::report::html::{self, Cell, cls, num, td};
-use crate::report::input::{self, Input, Loaded};
 use crate::report::plots::{self, HistSeries};
+use crate::results::cyclictest;
+use crate::results::input::{self, Input, Loaded};
+use crate::results::micro::CycleSummary;
 use crate::results::{Distribution, RunResult};
 use crate::stats::summary::Summary;
 
@@ -148,39 +148,6 @@ pub fn parse_limits(items: &[String]) -> Result<Vec<(Metric, f64)>> {
             Ok((metric, ratio))
         })
         .collect()
-}
-
-/// `preempt compare`.
-#[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Exit codes: 0 compared (or no regression), 1 error, 2 bad usage, 5 a figure regressed beyond --max-ratio"
-)]
-pub struct Args {
-    /// Runs to compare: result files, directories of them, cyclictest --json or histogram
-    /// output, or history run ids (7 or run:7). Ratios are relative to the first.
-    #[arg(value_name = "RUN")]
-    pub runs: Vec<String>,
-    /// Regression mode: compare every RUN with this baseline (file, directory or run id).
-    #[arg(long, value_name = "RUN")]
-    pub baseline: Option<String>,
-    /// Regression limits, e.g. p99=1.2,max=2: fail when RUN/baseline exceeds the ratio.
-    #[arg(long, value_delimiter = ',', value_name = "METRIC=RATIO")]
-    pub max_ratio: Vec<String>,
-    /// Statistics shown in the table.
-    #[arg(long, value_delimiter = ',', default_values_t = ["p50".to_string(), "p99".to_string(), "p99.9".to_string(), "max".to_string()])]
-    pub metrics: Vec<String>,
-    /// Only figures whose name starts with one of these prefixes (e.g. latency/,micro/).
-    #[arg(long, value_delimiter = ',', value_name = "PREFIX")]
-    pub only: Vec<String>,
-    /// Also write a self-contained HTML page with the table and overlaid histograms.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Print the comparison as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// History database for run ids.
-    #[command(flatten)]
-    pub history: HistoryArgs,
 }
 
 /// One comparable figure of a run.
@@ -322,7 +289,7 @@ fn disambiguate(mut figs: Vec<Figure>) -> Vec<Figure> {
 }
 
 /// Resolves one RUN argument: an existing path, else a history run id.
-pub fn load_run(arg: &str, history: &HistoryArgs) -> Result<Run> {
+pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
     let path = Path::new(arg);
     let id = arg
         .strip_prefix("run:")
@@ -522,7 +489,7 @@ pub fn gate(baseline: &Run, run: &Run, limits: &[(Metric, f64)]) -> (Vec<Regress
 }
 
 /// `v / base` for the gate: a rise from 0 is infinitely worse, 0 to 0 is no change.
-fn ratio_of(base: f64, v: f64) -> f64 {
+pub fn ratio_of(base: f64, v: f64) -> f64 {
     if base > 0.0 {
         v / base
     } else if v > 0.0 {
@@ -532,138 +499,13 @@ fn ratio_of(base: f64, v: f64) -> f64 {
     }
 }
 
-fn ratio_text(r: Option<f64>) -> String {
+/// A ratio as `1.23x`, or `–` when there is none.
+pub fn ratio_text(r: Option<f64>) -> String {
     r.map_or("–".into(), |r| format!("{r:.2}x"))
 }
 
-/// `preempt compare`: returns the exit code.
-pub fn run(args: &Args) -> Result<u8> {
-    let metrics: Vec<Metric> = args
-        .metrics
-        .iter()
-        .map(|m| Metric::parse(m).ok_or_else(|| usage(format!("--metrics: unknown metric '{m}'; known: min, mean, p50, p90, p99, p99.9, p99.99, max"))))
-        .collect::<Result<_>>()?;
-    let limits = parse_limits(&args.max_ratio)?;
-    if !limits.is_empty() && args.baseline.is_none() {
-        return Err(usage(
-            "--max-ratio needs --baseline FILE (the run to compare against)",
-        ));
-    }
-    if args.baseline.is_some() && args.runs.is_empty() {
-        return Err(usage(
-            "--baseline needs at least one RUN to check against it",
-        ));
-    }
-    if args.baseline.is_none() && args.runs.len() < 2 {
-        return Err(usage(
-            "compare needs at least two RUNs (or --baseline FILE and one RUN)",
-        ));
-    }
-    let mut runs = Vec::new();
-    if let Some(b) = &args.baseline {
-        runs.push(load_run(b, &args.history).with_context(|| format!("--baseline {b}"))?);
-    }
-    for r in &args.runs {
-        runs.push(load_run(r, &args.history)?);
-    }
-    // Labels must tell runs apart.
-    for i in 0..runs.len() {
-        if runs.iter().filter(|r| r.label == runs[i].label).count() > 1 {
-            runs[i].label = runs[i].source.clone();
-        }
-    }
-    let table = rows(&runs, &metrics, &args.only);
-    let scalar_sets: Vec<&[rtio::Scalar]> = runs.iter().map(|r| r.scalars.as_slice()).collect();
-    let quantities = rtio::rows(&scalar_sets, &args.only);
-    let mut regressions = Vec::new();
-    let mut checked = 0;
-    if args.baseline.is_some() && !limits.is_empty() {
-        for r in &runs[1..] {
-            let (reg, n) = gate(&runs[0], r, &limits);
-            if n == 0 {
-                bail!(
-                    "{} and the baseline {} have no figure in common; nothing to check",
-                    r.source,
-                    runs[0].source
-                );
-            }
-            checked += n;
-            regressions.extend(reg);
-        }
-    }
-    if table.is_empty() && quantities.is_empty() && limits.is_empty() {
-        bail!(
-            "the runs have no figure in common (figures: {})",
-            runs.iter()
-                .map(|r| {
-                    let mut keys: Vec<&str> = r.figures.iter().map(|f| f.key.as_str()).collect();
-                    for s in &r.scalars {
-                        if !keys.contains(&s.key.as_str()) {
-                            keys.push(&s.key);
-                        }
-                    }
-                    format!("{}: {}", r.label, keys.join(", "))
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        #[derive(Serialize)]
-        struct Doc<'a> {
-            runs: Vec<&'a str>,
-            rows: &'a [Row],
-            quantities: &'a [rtio::ScalarRow],
-            regressions: &'a [Regression],
-            checked: usize,
-        }
-        serde_json::to_writer_pretty(
-            &mut out,
-            &Doc {
-                runs: runs.iter().map(|r| r.label.as_str()).collect(),
-                rows: &table,
-                quantities: &quantities,
-                regressions: &regressions,
-                checked,
-            },
-        )?;
-        writeln!(out)?;
-    } else {
-        print_table(&mut out, &runs, &table, &quantities)?;
-    }
-    if let Some(p) = &args.html {
-        let page = html_page(&runs, &table, &quantities, &regressions)?;
-        crate::export::write_atomically(p, page.as_bytes())?;
-        eprintln!("preempt: comparison written to {}", p.display());
-    }
-    if !limits.is_empty() {
-        for r in &regressions {
-            eprintln!(
-                "preempt: REGRESSION {}: {} {} = {} vs baseline {} (ratio {:.2} > {})",
-                r.run,
-                r.figure,
-                r.metric.name(),
-                fmt_ns(r.value_ns),
-                fmt_ns(r.baseline_ns),
-                r.ratio,
-                r.limit
-            );
-        }
-        if regressions.is_empty() {
-            eprintln!(
-                "preempt: no regression ({checked} figure/metric pairs checked against {})",
-                runs[0].source
-            );
-        } else {
-            return Ok(EXIT_REGRESSION);
-        }
-    }
-    out.flush()?;
-    Ok(EXIT_OK)
-}
-
-fn print_header(
+/// The terminal table's header: one column per run.
+pub fn print_header(
     out: &mut impl Write,
     runs: &[Run],
     w: usize,
@@ -680,7 +522,8 @@ fn print_header(
     Ok(())
 }
 
-fn print_table(
+/// The terminal table: one row per figure and statistic, ratios to the first run.
+pub fn print_table(
     out: &mut impl Write,
     runs: &[Run],
     rows: &[Row],

@@ -17,8 +17,8 @@
 use serde::Serialize;
 
 use super::{Metric, fmt_ns};
-use crate::report::input::{Input, Loaded};
 use crate::results::RunResult;
+use crate::results::input::{Input, Loaded};
 
 /// A number of an rtio-bench cell or break point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -8,6 +8,7 @@
 use anyhow::Result;
 
 use super::Exporter;
+use crate::results::micro::MicroResult;
 use crate::results::{Distribution, ResultFile, RunResult};
 use crate::stats::summary::Summary;
 
@@ -173,7 +174,7 @@ impl Exporter for CsvExporter {
                 }
             }
             RunResult::Micro(m) => {
-                let (header, rows) = crate::micro::csv_table(m);
+                let (header, rows) = micro_table(m);
                 w.write_record(&header)?;
                 for row in rows {
                     w.write_record(&row)?;
@@ -189,4 +190,66 @@ impl Exporter for CsvExporter {
         }
         w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))
     }
+}
+
+/// The CSV export of a micro result (`export::csv`): the header and one row per benchmark,
+/// units in the column names.
+fn micro_table(m: &MicroResult) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let header = vec![
+        "set",
+        "id",
+        "title",
+        "samples",
+        "min_ns",
+        "p50_ns",
+        "p99_ns",
+        "max_ns",
+        "mean_ns",
+        "min_cycles",
+        "p50_cycles",
+        "p99_cycles",
+        "max_cycles",
+        "mean_cycles",
+        "overhead_p50_cycles",
+        "overhead_subtracted_cycles",
+        "counter",
+        "counter_hz",
+        "perf_event",
+        "perf_per_op",
+        "skipped",
+    ];
+    let mut rows = Vec::new();
+    for b in &m.benches {
+        let ns = b.ns.as_ref().map(|d| d.summary);
+        let c = b.cycles;
+        let f = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+        rows.push(vec![
+            b.set.clone(),
+            b.id.clone(),
+            b.title.clone(),
+            f(c.map(|c| c.count)),
+            f(ns.map(|s| s.min_ns)),
+            f(ns.map(|s| s.p50_ns)),
+            f(ns.map(|s| s.p99_ns)),
+            f(ns.map(|s| s.max_ns)),
+            ns.map(|s| format!("{:.1}", s.mean_ns)).unwrap_or_default(),
+            f(c.map(|c| c.min_cycles)),
+            f(c.map(|c| c.p50_cycles)),
+            f(c.map(|c| c.p99_cycles)),
+            f(c.map(|c| c.max_cycles)),
+            c.map(|c| format!("{:.1}", c.mean_cycles))
+                .unwrap_or_default(),
+            m.overhead.cycles.p50_cycles.to_string(),
+            b.overhead_subtracted_cycles.to_string(),
+            format!("{:?}", m.clock.counter).to_lowercase(),
+            format!("{:.0}", m.clock.counter_hz),
+            b.perf.as_ref().map(|p| p.event.clone()).unwrap_or_default(),
+            b.perf
+                .as_ref()
+                .map(|p| format!("{:.1}", p.per_op))
+                .unwrap_or_default(),
+            b.skipped.clone().unwrap_or_default(),
+        ]);
+    }
+    (header, rows)
 }

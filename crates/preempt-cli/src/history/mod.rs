@@ -17,28 +17,24 @@
 //! assert!(db.list(10, None).unwrap().is_empty());
 //! ```
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::error::{EXIT_OK, usage};
 use crate::results::{ResultFile, RunResult, Status};
 use crate::stats::summary::us;
 
 /// Where the history lives, shared by every subcommand that records runs.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct HistoryArgs {
-    /// History database [default: $PREEMPT_HISTORY, else $XDG_DATA_HOME/preempt/history.sqlite].
-    #[arg(long, value_name = "FILE", global = true)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistoryConfig {
+    /// History database (`--history-db`); `None` = [`default_db_path`].
     pub history_db: Option<PathBuf>,
-    /// Do not record this run in the history database.
-    #[arg(long, global = true)]
+    /// Do not record this run in the history database (`--no-history`).
     pub no_history: bool,
 }
 
-impl HistoryArgs {
+impl HistoryConfig {
     /// The database path these flags select, `None` when no home directory is known.
     pub fn path(&self) -> Option<PathBuf> {
         self.history_db.clone().or_else(default_db_path)
@@ -212,7 +208,7 @@ impl History {
                  preempt_model, machine, cpu_model, headline, source, sysinfo, result)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
-                    i64::try_from(crate::sysinfo::unix_ms_now()).unwrap_or(i64::MAX),
+                    i64::try_from(crate::results::unix_ms_now()).unwrap_or(i64::MAX),
                     i64::try_from(r.started_unix_ms).unwrap_or(i64::MAX),
                     r.result.kind(),
                     s.hostname,
@@ -280,7 +276,7 @@ impl History {
 
 /// Records `r` unless `--no-history`; prints the run id, or why it was not recorded, on
 /// stderr. Never fails: the history is a convenience, the result files are the record.
-pub fn record_quietly(args: &HistoryArgs, r: &ResultFile, source: Option<&Path>) -> Option<i64> {
+pub fn record_quietly(args: &HistoryConfig, r: &ResultFile, source: Option<&Path>) -> Option<i64> {
     if args.no_history {
         return None;
     }
@@ -302,137 +298,6 @@ pub fn record_quietly(args: &HistoryArgs, r: &ResultFile, source: Option<&Path>)
             None
         }
     }
-}
-
-/// `preempt history` actions.
-#[derive(Debug, Clone, clap::Subcommand)]
-pub enum Action {
-    /// List the stored runs, newest first (the default).
-    List,
-    /// Print the stored JSON of a run.
-    Show {
-        /// Run id.
-        id: i64,
-    },
-    /// Write the stored JSON of a run to a file.
-    Export {
-        /// Run id.
-        id: i64,
-        /// Destination file.
-        #[arg(short, long, value_name = "FILE")]
-        output: PathBuf,
-    },
-    /// Add existing result files (JSON written by preempt) to the history.
-    Import {
-        /// Result files.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
-    /// Remove a run.
-    Delete {
-        /// Run id.
-        id: i64,
-    },
-}
-
-/// `preempt history`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {
-    /// What to do [default: list].
-    #[command(subcommand)]
-    pub action: Option<Action>,
-    /// Runs to list.
-    #[arg(long, default_value_t = 50)]
-    pub limit: usize,
-    /// List only runs of this kind (check, latency, matrix, wakeup, rtio_bench, micro).
-    #[arg(long)]
-    pub kind: Option<String>,
-    /// Print the listing as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// The database.
-    #[command(flatten)]
-    pub db: HistoryArgs,
-}
-
-fn open_existing(args: &HistoryArgs) -> Result<History> {
-    let path = args
-        .path()
-        .ok_or_else(|| usage("no $HOME: pass --history-db FILE"))?;
-    History::open(&path)
-}
-
-/// `preempt history`: returns the exit code.
-pub fn run(args: &Args) -> Result<u8> {
-    let db = open_existing(&args.db)?;
-    let mut out = std::io::stdout().lock();
-    match args.action.clone().unwrap_or(Action::List) {
-        Action::List => {
-            let rows = db.list(args.limit, args.kind.as_deref())?;
-            if args.json {
-                serde_json::to_writer_pretty(&mut out, &rows)?;
-                writeln!(out)?;
-            } else if rows.is_empty() {
-                writeln!(
-                    out,
-                    "no runs in {} yet (every preempt run records itself)",
-                    db.path().display()
-                )?;
-            } else {
-                writeln!(
-                    out,
-                    "{:>5}  {:<19}  {:<8} {:<14} {:<22} {:<9} headline",
-                    "id", "started (UTC)", "kind", "host", "kernel", "model"
-                )?;
-                for r in rows {
-                    writeln!(
-                        out,
-                        "{:>5}  {:<19}  {:<8} {:<14} {:<22} {:<9} {}",
-                        r.id,
-                        utc(r.started_unix_ms),
-                        r.kind,
-                        r.hostname,
-                        r.kernel_release,
-                        r.preempt_model,
-                        r.headline
-                    )?;
-                }
-            }
-        }
-        Action::Show { id } => {
-            out.write_all(db.result_json(id)?.as_bytes())?;
-            writeln!(out)?;
-        }
-        Action::Export { id, output } => {
-            let mut text = db.result_json(id)?;
-            text.push('\n');
-            crate::export::write_atomically(&output, text.as_bytes())?;
-            writeln!(out, "run #{id} written to {}", output.display())?;
-        }
-        Action::Import { files } => {
-            for f in files {
-                let input = crate::report::input::load_path(&f)?;
-                let id = match &input.loaded {
-                    crate::report::input::Loaded::Result(r) => db.record(r, Some(&f))?,
-                    crate::report::input::Loaded::Cyclictest(_) => {
-                        return Err(usage(format!(
-                            "{}: cyclictest output cannot be stored in the history (it has no system info); compare it directly",
-                            f.display()
-                        )));
-                    }
-                };
-                writeln!(out, "{} recorded as run #{id}", f.display())?;
-            }
-        }
-        Action::Delete { id } => {
-            if !db.delete(id)? {
-                anyhow::bail!("no run #{id} in history database {}", db.path().display());
-            }
-            writeln!(out, "run #{id} deleted")?;
-        }
-    }
-    out.flush()?;
-    Ok(EXIT_OK)
 }
 
 /// `YYYY-MM-DD HH:MM:SS` in UTC from ms since the epoch (civil-from-days, Howard Hinnant's

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use anyhow::{Context, Result};
 
 use super::latency::{self, EnvFacts};
-use crate::cli::StressTool;
+use crate::config::StressTool;
 use crate::config::{LatencyConfig, PolicyConfig, RtConfig, StressConfig, matrix_rows};
 use crate::results::{MatrixCell, MatrixResult};
 use crate::stress::StressGuard;

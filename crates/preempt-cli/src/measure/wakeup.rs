@@ -28,7 +28,7 @@ use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::timerfd::TimerFd;
 use preempt_io::sys::{fdio, gpio, mem, sched, signal};
 
-use crate::cli::SourceArg;
+use crate::config::SourceArg;
 use crate::config::{PolicyConfig, StressConfig};
 use crate::error::{PrivilegeError, policy_error};
 use crate::results::{Distribution, WakeupCase, WakeupResult};

@@ -40,50 +40,8 @@
 use anyhow::{Result, bail};
 use preempt_io::sys::clock::{self, ClockId};
 use preempt_io::sys::counter;
-use serde::{Deserialize, Serialize};
 
-/// Which counter `preempt micro` reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CounterKind {
-    /// x86 time-stamp counter.
-    Tsc,
-    /// arm64 generic timer virtual count.
-    Cntvct,
-    /// No user-readable counter: `CLOCK_MONOTONIC_RAW` nanoseconds.
-    MonotonicRaw,
-}
-
-impl CounterKind {
-    /// The counter of this build's architecture.
-    pub const fn native() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            Self::Tsc
-        }
-        #[cfg(target_arch = "aarch64")]
-        {
-            Self::Cntvct
-        }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        {
-            Self::MonotonicRaw
-        }
-    }
-
-    /// What one tick of the counter is, for the report.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Self::Tsc => {
-                "TSC reference cycles (constant rate; equal to CPU cycles at the base clock)"
-            }
-            Self::Cntvct => "arm generic-timer ticks (CNTVCT_EL0; not CPU cycles)",
-            Self::MonotonicRaw => {
-                "nanoseconds of CLOCK_MONOTONIC_RAW (no cycle counter on this architecture)"
-            }
-        }
-    }
-}
+pub use crate::results::micro::{ClockInfo, CounterKind};
 
 /// Reads the native counter once, fenced so that it is not reordered with the measured code
 /// (`preempt_io::sys::counter::read_fenced`; `CLOCK_MONOTONIC` ns where there is no counter).
@@ -109,32 +67,6 @@ fn declared_hz() -> Option<f64> {
     {
         Some(1e9)
     }
-}
-
-/// What was measured about the counter, stored in every micro result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClockInfo {
-    /// The counter read.
-    pub counter: CounterKind,
-    /// What one tick is.
-    pub unit: String,
-    /// Calibrated ticks per second.
-    pub counter_hz: f64,
-    /// The frequency the hardware declares (CNTFRQ_EL0), when it declares one.
-    pub declared_hz: Option<f64>,
-    /// The reference clock of the calibration.
-    pub calibrated_against: String,
-    /// Length of the calibration window.
-    pub calibration_window_ns: u64,
-    /// Uncertainty of the frequency from the read brackets, parts per million.
-    pub calibration_uncertainty_ppm: f64,
-    /// Smallest non-zero step between two consecutive reads, in ticks. 1 on bare metal; a
-    /// virtualised counter may advance in coarser steps (e.g. 24 ticks = 10 ns on a VM whose
-    /// host counter runs at 100 MHz), and every figure is then quantised to it.
-    pub resolution_ticks: u64,
-    /// CPU flags that make the TSC trustworthy (`constant_tsc`, `nonstop_tsc`,
-    /// `tsc_known_freq`), as found in /proc/cpuinfo (x86 only).
-    pub counter_flags: Vec<String>,
 }
 
 /// A calibrated counter.

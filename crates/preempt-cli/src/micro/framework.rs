@@ -68,7 +68,7 @@
 //! assert_eq!(framework::title_of("resource_unlock_bare"), Some("resource unlock, uncontended, bare runtime"));
 //! ```
 //!
-//! [`micro::run`]: super::run
+//! [`micro::run`]: crate::app::micro::run
 
 pub mod apps;
 pub mod child;

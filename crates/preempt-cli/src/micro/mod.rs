@@ -29,10 +29,10 @@
 //! #[derive(Parser)]
 //! struct Cli {
 //!     #[command(flatten)]
-//!     micro: preempt_cli::micro::Args,
+//!     micro: preempt_cli::cli::MicroArgs,
 //! }
 //! let cli = Cli::parse_from(["micro", "--sets", "nxp", "--scale", "0.1", "--no-history"]);
-//! let code = preempt_cli::micro::run(&cli.micro, vec!["preempt".into(), "micro".into()]).unwrap();
+//! let code = preempt_cli::app::micro::run(&cli.micro, vec!["preempt".into(), "micro".into()]).unwrap();
 //! assert_eq!(code, 0);
 //! ```
 
@@ -44,184 +44,23 @@ pub mod nxp;
 pub mod perf;
 pub mod zephyr;
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use preempt_io::sys::clock::monotonic_now_ns;
-use preempt_io::sys::{cpu, sched};
-use serde::{Deserialize, Serialize};
+use preempt_io::sys::sched;
 
-use crate::cli::{OutputArgs, RtArgs, StressArgs};
-use crate::config::{OutputConfig, RtConfig, StressConfig};
-use crate::error::{EXIT_INTERRUPTED, EXIT_OK, usage};
-use crate::measure::RtEnvironment;
-use crate::progress::Progress;
-use crate::results::{Distribution, ResultFile, RunResult, SCHEMA_VERSION, SysInfo, Tool};
+use crate::config::{SetArg, StressConfig};
+use crate::results::{ResultFile, RunResult, SCHEMA_VERSION, SysInfo, Tool};
 use crate::stats::histogram::Histogram;
 use crate::stats::summary::Summary;
 use crate::stress::StressGuard;
+use crate::sysinfo;
 use crate::warnings::Warning;
-use crate::{stress, sysinfo};
 
-pub use clock::ClockInfo;
-
-/// A benchmark set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SetArg {
-    /// NXP (seed 003): heap, mutex, pthread create/join, context switch.
-    Nxp,
-    /// Zephyr (seed 002): semaphore give with and without preemption.
-    Zephyr,
-    /// The preempt runtime's own primitives (seed 004 section 6.2).
-    Framework,
-}
-
-impl SetArg {
-    /// The set's name as stored in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Nxp => "nxp",
-            Self::Zephyr => "zephyr",
-            Self::Framework => "framework",
-        }
-    }
-}
-
-/// `preempt micro`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {
-    /// Benchmark sets to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [SetArg::Nxp, SetArg::Zephyr, SetArg::Framework])]
-    pub sets: Vec<SetArg>,
-    /// Run only these benchmarks (malloc, mutex, mutex_pi, pthread, context_switch,
-    /// sem_give_switch, sem_give_no_switch, task_switch_same_prio, task_switch_cross_prio,
-    /// task_switch_cross_prio_one_core, resource, resource_unlock_contended,
-    /// resource_unlock_contended_high_waiter, and each framework id with `_bare` for the
-    /// runtime without accounting).
-    #[arg(long, value_delimiter = ',', value_name = "IDS")]
-    pub only: Vec<String>,
-    /// Multiplier of the seeds' sample counts (1 = 1000 allocations, 1000 lock/unlock, 2000
-    /// threads, 500000 switches, 10000 semaphore gives; framework: 100000 same-priority
-    /// switches and locks, 20000 cross-priority switches, 5000 contended unlocks of each kind).
-    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
-    pub scale: f64,
-    /// CPU every benchmark thread is pinned to [default: the last online CPU].
-    #[arg(long, value_name = "N")]
-    pub cpu: Option<usize>,
-    /// SCHED_FIFO priority of the benchmark threads (lower-priority partners run 10 below);
-    /// 0 runs them as SCHED_OTHER (the Zephyr set is then skipped).
-    #[arg(short, long, default_value_t = 80)]
-    pub priority: u8,
-    /// Subtract the median timing overhead (two back-to-back counter reads) from every sample.
-    #[arg(long)]
-    pub subtract_overhead: bool,
-    /// Load.
-    #[command(flatten)]
-    pub stress: StressArgs,
-    /// Memory and power management.
-    #[command(flatten)]
-    pub rt: RtArgs,
-    /// Output.
-    #[command(flatten)]
-    pub output: OutputArgs,
-    /// Results history.
-    #[command(flatten)]
-    pub history: crate::history::HistoryArgs,
-}
-
-/// Exact statistics of one benchmark in counter ticks ("cycles" of the counter named in
-/// [`ClockInfo`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct CycleSummary {
-    /// Samples.
-    pub count: u64,
-    /// Smallest sample.
-    pub min_cycles: u64,
-    /// Median.
-    pub p50_cycles: u64,
-    /// 90th percentile.
-    pub p90_cycles: u64,
-    /// 99th percentile.
-    pub p99_cycles: u64,
-    /// Largest sample.
-    pub max_cycles: u64,
-    /// Mean (the seeds' only figure).
-    pub mean_cycles: f64,
-}
-
-/// One benchmark's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MicroBench {
-    /// `nxp`, `zephyr` or `framework`.
-    pub set: String,
-    /// Stable identifier, e.g. `mutex_lock`.
-    pub id: String,
-    /// Human title.
-    pub title: String,
-    /// What lies between the two counter reads.
-    pub method: String,
-    /// In nanoseconds, with the raw histogram (`None` when skipped).
-    pub ns: Option<Distribution>,
-    /// In counter ticks, exact (`None` when skipped).
-    pub cycles: Option<CycleSummary>,
-    /// Ticks subtracted from every sample (`--subtract-overhead`), 0 when raw.
-    pub overhead_subtracted_cycles: u64,
-    /// perf counter cross-check, when a counter was available.
-    pub perf: Option<perf::PerfCheck>,
-    /// Why there is no perf figure.
-    pub perf_note: Option<String>,
-    /// Why the benchmark did not run.
-    pub skipped: Option<String>,
-    /// Observations (e.g. yields that did not switch).
-    pub notes: Vec<String>,
-}
-
-/// The timing overhead: two back-to-back counter reads.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct MicroOverhead {
-    /// In counter ticks.
-    pub cycles: CycleSummary,
-    /// In nanoseconds.
-    pub ns: Summary,
-}
-
-/// Whether a set ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SetStatus {
-    /// Set name.
-    pub set: String,
-    /// Benchmarks run.
-    pub benches: usize,
-    /// Reserved rows without figures (the framework set in files written before it was
-    /// measured; empty since).
-    pub planned: Vec<String>,
-    /// Why the set has no figures.
-    pub note: Option<String>,
-}
-
-/// `preempt micro` results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MicroResult {
-    /// The counter and its calibration.
-    pub clock: ClockInfo,
-    /// Cost of one timing bracket.
-    pub overhead: MicroOverhead,
-    /// CPU of the benchmark threads.
-    pub cpu: usize,
-    /// Policy of the benchmark threads, e.g. `fifo:80` or `other`.
-    pub policy: String,
-    /// Multiplier of the seeds' counts.
-    pub scale: f64,
-    /// Stressors running during the measurement (empty = idle).
-    pub stress: Vec<String>,
-    /// The sets requested.
-    pub sets: Vec<SetStatus>,
-    /// Every benchmark, in run order.
-    pub benches: Vec<MicroBench>,
-}
+pub use crate::results::micro::{
+    ClockInfo, CycleSummary, MicroBench, MicroOverhead, MicroResult, SetStatus, micro_of,
+};
 
 /// Validated settings of a micro run.
 #[derive(Debug, Clone)]
@@ -250,57 +89,6 @@ pub fn all_ids() -> Vec<&'static str> {
         .chain(framework::benches().iter())
         .map(|b| b.id)
         .collect()
-}
-
-impl MicroConfig {
-    /// Validates the flags.
-    pub fn from_args(a: &Args, online: &[usize]) -> Result<Self> {
-        if !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 100.0) {
-            return Err(usage(format!(
-                "--scale {} must be a number in (0, 100]",
-                a.scale
-            )));
-        }
-        if a.priority > 98 {
-            return Err(usage(format!(
-                "--priority {} is out of range: use 1..=98 (the partner thread runs 10 below; 0 = SCHED_OTHER)",
-                a.priority
-            )));
-        }
-        let ids = all_ids();
-        if let Some(bad) = a.only.iter().find(|o| !ids.contains(&o.as_str())) {
-            return Err(usage(format!(
-                "--only: unknown benchmark '{bad}'; known: {}",
-                ids.join(", ")
-            )));
-        }
-        let cpu = match a.cpu {
-            Some(c) if online.contains(&c) => c,
-            Some(c) => {
-                return Err(usage(format!(
-                    "--cpu {c} is not online (online: {online:?})"
-                )));
-            }
-            None => *online.last().context("no online CPU")?,
-        };
-        if a.sets.is_empty() {
-            return Err(usage(
-                "--sets is empty; name at least one of nxp,zephyr,framework",
-            ));
-        }
-        let mut sets = a.sets.clone();
-        sets.sort();
-        sets.dedup();
-        Ok(Self {
-            sets,
-            only: a.only.clone(),
-            scale: a.scale,
-            cpu,
-            priority: a.priority,
-            subtract_overhead: a.subtract_overhead,
-            stress: StressConfig::new(&a.stress.stress, a.stress.stress_tool),
-        })
-    }
 }
 
 /// Checks whether SCHED_FIFO at `priority` is permitted, on a short-lived probe thread (so the
@@ -470,14 +258,6 @@ pub fn file_of(
     }
 }
 
-/// The micro result of a results file, or an error naming the kind it holds instead.
-pub fn micro_of(file: &ResultFile) -> Result<&MicroResult> {
-    match &file.result {
-        RunResult::Micro(m) => Ok(m),
-        other => anyhow::bail!("expected a micro result, found kind '{}'", other.kind()),
-    }
-}
-
 /// Runs everything under the stressors of `cfg` and returns the file (for `preempt micro` and
 /// the suite).
 pub fn run_file(
@@ -487,7 +267,7 @@ pub fn run_file(
     on_progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<ResultFile> {
     let t0 = monotonic_now_ns();
-    let started = sysinfo::unix_ms_now();
+    let started = crate::results::unix_ms_now();
     let info = sysinfo::collect(argv);
     let mut warns = sysinfo::machine_warnings(&info, &[cfg.cpu]);
     let _stress = StressGuard::start(&cfg.stress)?;
@@ -501,260 +281,4 @@ pub fn run_file(
         monotonic_now_ns() - t0,
         stop.load(Relaxed),
     ))
-}
-
-/// `preempt micro`: runs, prints the table, writes `--export-json`/`--export-csv`, records the
-/// run in the history. Returns the exit code.
-pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
-    // A framework child (re-executed by the parent's framework set) runs its one app and
-    // nothing else: no flags, no output but its samples.
-    if let Some(scenario) = std::env::var_os(framework::CHILD_ENV) {
-        return framework::child_main(&scenario);
-    }
-    let online = cpu::online_cpus().context("cannot read the online CPUs")?;
-    let cfg = MicroConfig::from_args(args, &online)?;
-    let output = OutputConfig::from(&args.output);
-    let sink =
-        crate::export::Sink::new(output.export_json.as_deref(), output.export_csv.as_deref());
-    sink.preflight()?;
-    let stop = crate::measure::install_stop_flag()?;
-    let env = RtEnvironment::prepare(RtConfig::from(&args.rt));
-    eprintln!(
-        "preempt: microbenchmarks on CPU {}, {}{}",
-        cfg.cpu,
-        if cfg.priority == 0 {
-            "SCHED_OTHER".to_string()
-        } else {
-            format!("SCHED_FIFO {}", cfg.priority)
-        },
-        if cfg.stress.kinds.is_empty() {
-            String::new()
-        } else {
-            format!(", stress {}", stress::label(&cfg.stress))
-        }
-    );
-    let mut progress = Progress::new("micro", output.progress);
-    let mut file = run_file(&cfg, argv, &stop, &mut |d, t, what| {
-        progress.update(d as f64 / t.max(1) as f64, what)
-    })?;
-    progress.finish();
-    file.warnings
-        .splice(0..0, env.warnings.iter().map(Warning::to_record));
-    sink.write(&file)?;
-    crate::history::record_quietly(&args.history, &file, output.export_json.as_deref());
-    for w in &file.warnings {
-        eprintln!("preempt: warning: {} ({})", w.message, w.hint);
-    }
-    if output.json_stdout {
-        let mut out = std::io::stdout().lock();
-        out.write_all(&crate::export::Exporter::serialize(
-            &crate::export::json::JsonExporter,
-            &file,
-        )?)?;
-        out.flush()?;
-    } else {
-        print_table(micro_of(&file)?)?;
-    }
-    Ok(if stop.load(Relaxed) {
-        EXIT_INTERRUPTED
-    } else {
-        EXIT_OK
-    })
-}
-
-/// The CSV export of a micro result (`export::csv`): the header and one row per benchmark,
-/// units in the column names.
-pub fn csv_table(m: &MicroResult) -> (Vec<&'static str>, Vec<Vec<String>>) {
-    let header = vec![
-        "set",
-        "id",
-        "title",
-        "samples",
-        "min_ns",
-        "p50_ns",
-        "p99_ns",
-        "max_ns",
-        "mean_ns",
-        "min_cycles",
-        "p50_cycles",
-        "p99_cycles",
-        "max_cycles",
-        "mean_cycles",
-        "overhead_p50_cycles",
-        "overhead_subtracted_cycles",
-        "counter",
-        "counter_hz",
-        "perf_event",
-        "perf_per_op",
-        "skipped",
-    ];
-    let mut rows = Vec::new();
-    for b in &m.benches {
-        let ns = b.ns.as_ref().map(|d| d.summary);
-        let c = b.cycles;
-        let f = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-        rows.push(vec![
-            b.set.clone(),
-            b.id.clone(),
-            b.title.clone(),
-            f(c.map(|c| c.count)),
-            f(ns.map(|s| s.min_ns)),
-            f(ns.map(|s| s.p50_ns)),
-            f(ns.map(|s| s.p99_ns)),
-            f(ns.map(|s| s.max_ns)),
-            ns.map(|s| format!("{:.1}", s.mean_ns)).unwrap_or_default(),
-            f(c.map(|c| c.min_cycles)),
-            f(c.map(|c| c.p50_cycles)),
-            f(c.map(|c| c.p99_cycles)),
-            f(c.map(|c| c.max_cycles)),
-            c.map(|c| format!("{:.1}", c.mean_cycles))
-                .unwrap_or_default(),
-            m.overhead.cycles.p50_cycles.to_string(),
-            b.overhead_subtracted_cycles.to_string(),
-            format!("{:?}", m.clock.counter).to_lowercase(),
-            format!("{:.0}", m.clock.counter_hz),
-            b.perf.as_ref().map(|p| p.event.clone()).unwrap_or_default(),
-            b.perf
-                .as_ref()
-                .map(|p| format!("{:.1}", p.per_op))
-                .unwrap_or_default(),
-            b.skipped.clone().unwrap_or_default(),
-        ]);
-    }
-    (header, rows)
-}
-
-fn print_table(m: &MicroResult) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "clock: {:?} at {:.4} GHz, calibrated against {} (+/-{} ppm), steps of {} tick(s); cycles = {}",
-        m.clock.counter,
-        m.clock.counter_hz / 1e9,
-        m.clock.calibrated_against,
-        m.clock.calibration_uncertainty_ppm,
-        m.clock.resolution_ticks,
-        m.clock.unit
-    )?;
-    writeln!(
-        out,
-        "timing overhead (two back-to-back reads): p50 {} cycles = {} ns, max {} cycles; {}",
-        m.overhead.cycles.p50_cycles,
-        m.overhead.ns.p50_ns,
-        m.overhead.cycles.max_cycles,
-        if m.benches.iter().any(|b| b.overhead_subtracted_cycles > 0) {
-            "subtracted from every sample"
-        } else {
-            "included in every figure (not subtracted)"
-        }
-    )?;
-    // Column widths: the longest set name and id (framework ids are long).
-    let sw = m
-        .benches
-        .iter()
-        .map(|b| b.set.len())
-        .max()
-        .unwrap_or(0)
-        .max(3);
-    // Rows measured in the runtime's soft mode are marked, and the mark explained below.
-    let soft = |b: &MicroBench| {
-        b.notes
-            .iter()
-            .any(|n| n.starts_with(framework::SOFT_NOTE_PREFIX))
-    };
-    let label = |b: &MicroBench| {
-        if soft(b) {
-            format!("{} [soft]", b.id)
-        } else {
-            b.id.clone()
-        }
-    };
-    let iw = m
-        .benches
-        .iter()
-        .map(|b| label(b).len())
-        .max()
-        .unwrap_or(0)
-        .max(9);
-    writeln!(
-        out,
-        "{:<sw$} {:<iw$} {:>7} {:>8} {:>8} {:>8} {:>9} | {:>8} {:>8} {:>8} {:>9} | {:>10}",
-        "set",
-        "benchmark",
-        "samples",
-        "min_ns",
-        "p50_ns",
-        "p99_ns",
-        "max_ns",
-        "min_cyc",
-        "p50_cyc",
-        "p99_cyc",
-        "max_cyc",
-        "perf/op",
-        sw = sw,
-        iw = iw
-    )?;
-    for b in &m.benches {
-        match (&b.ns, &b.cycles) {
-            (Some(d), Some(c)) => writeln!(
-                out,
-                "{:<sw$} {:<iw$} {:>7} {:>8} {:>8} {:>8} {:>9} | {:>8} {:>8} {:>8} {:>9} | {:>10}",
-                b.set,
-                label(b),
-                c.count,
-                d.summary.min_ns,
-                d.summary.p50_ns,
-                d.summary.p99_ns,
-                d.summary.max_ns,
-                c.min_cycles,
-                c.p50_cycles,
-                c.p99_cycles,
-                c.max_cycles,
-                b.perf
-                    .as_ref()
-                    .map(|p| format!(
-                        "{:.0} {}",
-                        p.per_op,
-                        if p.event == "cycles" { "cyc" } else { "tsc" }
-                    ))
-                    .unwrap_or_else(|| "-".into()),
-                sw = sw,
-                iw = iw
-            )?,
-            _ => writeln!(
-                out,
-                "{:<sw$} {:<iw$} skipped: {}",
-                b.set,
-                b.id,
-                b.skipped.as_deref().unwrap_or("no samples"),
-                sw = sw,
-                iw = iw
-            )?,
-        }
-    }
-    if m.benches
-        .iter()
-        .any(|b| b.set == "framework" && b.cycles.is_some())
-    {
-        writeln!(
-            out,
-            "framework: each row timed inside a preempt app in a child process; `_bare` rows \
-             are the runtime with accounting = false, the others the default app (accounting on)"
-        )?;
-    }
-    if m.benches.iter().any(soft) {
-        writeln!(out, "[soft]: {}", framework::SOFT_NOTE)?;
-    }
-    for s in &m.sets {
-        if let Some(n) = &s.note {
-            writeln!(
-                out,
-                "{:<7} not measured yet ({} rows reserved): {n}",
-                s.set,
-                s.planned.len()
-            )?;
-        }
-    }
-    out.flush()?;
-    Ok(())
 }

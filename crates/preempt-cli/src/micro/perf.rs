@@ -39,7 +39,7 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use serde::{Deserialize, Serialize};
+pub use crate::results::micro::PerfCheck;
 
 /// `perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes): the fields this module
 /// sets; the kernel accepts any published size (include/uapi/linux/perf_event.h).
@@ -161,37 +161,6 @@ impl Counter {
             });
         }
         Ok(u64::from_ne_bytes(buf))
-    }
-}
-
-/// The perf cross-check of one benchmark.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PerfCheck {
-    /// `cycles` (core cycles) or `msr/tsc/` (TSC ticks while the thread ran).
-    pub event: String,
-    /// Count over the whole loop divided by the operations.
-    pub per_op: f64,
-    /// What the counter should read per operation if `micro`'s figures are right: the mean
-    /// sample plus one timing bracket, in ticks.
-    pub expected_ticks_per_op: f64,
-    /// `per_op / expected - 1`, in percent (comparable only for `msr/tsc/`, or for `cycles`
-    /// when the core runs at the TSC frequency).
-    pub deviation_pct: f64,
-}
-
-impl PerfCheck {
-    /// Builds the check from a counter delta over `ops` operations.
-    pub fn new(event: &str, delta: u64, ops: u64, expected_ticks_per_op: f64) -> Option<Self> {
-        if ops == 0 || expected_ticks_per_op <= 0.0 {
-            return None;
-        }
-        let per_op = delta as f64 / ops as f64;
-        Some(Self {
-            event: event.into(),
-            per_op: (per_op * 10.0).round() / 10.0,
-            expected_ticks_per_op: (expected_ticks_per_op * 10.0).round() / 10.0,
-            deviation_pct: ((per_op / expected_ticks_per_op - 1.0) * 1000.0).round() / 10.0,
-        })
     }
 }
 

@@ -16,50 +16,25 @@
 //! (`tests/report_snapshots.rs`).
 
 pub mod html;
-pub mod input;
 pub mod plots;
 mod rtio;
 pub mod sample;
-pub mod suite;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::results::input::{self, Input, Loaded};
 use html::{Cell, cls, esc, figure, num, table, td};
-use input::{Input, Loaded};
 use plots::{BoxStat, HistSeries, Range, TimeSeries};
 
-use crate::error::{EXIT_OK, usage};
-use crate::micro::MicroResult;
+use crate::results::micro::MicroResult;
 use crate::results::{
     Distribution, LatencyResult, Ledger, MatrixResult, ResultFile, RunResult, Status, SysInfo,
     WakeupResult, WarningRecord,
 };
 use crate::stats::summary::{Summary, us};
-
-/// `preempt report`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {
-    /// Result files (JSON from check, latency, matrix, wakeup, micro, rtio-bench) or
-    /// directories of them.
-    #[arg(required = true, value_name = "FILE|DIR")]
-    pub inputs: Vec<PathBuf>,
-    /// Output directory (created; index.html and plots/ are replaced).
-    #[arg(short, long, value_name = "DIR", default_value = "preempt-report")]
-    pub out: PathBuf,
-    /// Per-cycle CSV files from `preempt latency --trace-samples`, for the latency-per-iteration
-    /// figures.
-    #[arg(long, value_name = "FILE")]
-    pub trace: Vec<PathBuf>,
-    /// Page title.
-    #[arg(long)]
-    pub title: Option<String>,
-    /// Do not write PNG files (SVG only).
-    #[arg(long)]
-    pub no_png: bool,
-}
 
 /// One per-cycle trace file, read.
 #[derive(Debug, Clone)]
@@ -613,9 +588,9 @@ fn capitalise(s: &str) -> String {
 
 fn counter_name(m: &MicroResult) -> &'static str {
     match m.clock.counter {
-        crate::micro::clock::CounterKind::Tsc => "TSC",
-        crate::micro::clock::CounterKind::Cntvct => "CNTVCT",
-        crate::micro::clock::CounterKind::MonotonicRaw => "ns",
+        crate::results::micro::CounterKind::Tsc => "TSC",
+        crate::results::micro::CounterKind::Cntvct => "CNTVCT",
+        crate::results::micro::CounterKind::MonotonicRaw => "ns",
     }
 }
 
@@ -1194,37 +1169,4 @@ pub fn write(report: &Report, dir: &Path, png: bool) -> Result<Written> {
         png: png_count,
         png_note,
     })
-}
-
-/// `preempt report`: returns the exit code.
-pub fn run(args: &Args) -> Result<u8> {
-    if args.out.exists() && !args.out.is_dir() {
-        return Err(usage(format!(
-            "--out {} exists and is not a directory",
-            args.out.display()
-        )));
-    }
-    let inputs = input::load_many(&args.inputs)?;
-    let traces: Vec<Trace> = args
-        .trace
-        .iter()
-        .map(|p| load_trace(p))
-        .collect::<Result<_>>()?;
-    let title = args
-        .title
-        .clone()
-        .unwrap_or_else(|| "preempt report".into());
-    let report = build(&inputs, &traces, &title)?;
-    let w = write(&report, &args.out, !args.no_png)?;
-    println!(
-        "report: {} ({} figures: {} SVG, {} PNG)",
-        w.index.display(),
-        report.plots.len(),
-        w.svg,
-        w.png
-    );
-    if let Some(n) = w.png_note {
-        eprintln!("preempt: {n}");
-    }
-    Ok(EXIT_OK)
 }

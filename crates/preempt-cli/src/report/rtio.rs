@@ -12,9 +12,9 @@ use anyhow::Result;
 
 use super::Builder;
 use super::html::{Cell, cls, num, table, td};
-use super::input::Input;
 use super::plots::{self, BarSeries, BoxStat};
 use crate::results::ResultFile;
+use crate::results::input::Input;
 use crate::results::rtio::{RtioBenchResult, RtioCell};
 
 fn us1(ns: f64) -> String {

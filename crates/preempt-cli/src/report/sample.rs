@@ -7,8 +7,8 @@
 //! assert!(files.iter().any(|(name, _)| name == "latency-idle.json"));
 //! ```
 
-use crate::micro::{
-    ClockInfo, CycleSummary, MicroBench, MicroOverhead, MicroResult, SetStatus, clock::CounterKind,
+use crate::results::micro::{
+    ClockInfo, CounterKind, CycleSummary, MicroBench, MicroOverhead, MicroResult, SetStatus,
 };
 use crate::results::{
     CheckItem, CheckReport, Distribution, LatencyResult, LatencySettings, Ledger, LedgerEntry,

@@ -1,7 +1,7 @@
 //! The results schema: every file `preempt` writes is one [`ResultFile`].
 //!
 //! One schema serves every subcommand (`check`, `latency`, `matrix`, `wakeup`, `rtio_bench`
-//! in [`rtio`], `micro` in [`crate::micro`]), so `preempt report`, `preempt compare` and
+//! in [`rtio`], `micro` in [`micro`]), so `preempt report`, `preempt compare` and
 //! `preempt history` read any result the same way. Rules
 //! (STYLE.md item 12, docs/results-schema.md):
 //! - the top level carries [`SCHEMA_VERSION`], the tool version, the system information and
@@ -24,6 +24,9 @@
 //! assert!(matches!(file.result, RunResult::Check(_)));
 //! ```
 
+pub mod cyclictest;
+pub mod input;
+pub mod micro;
 pub mod rtio;
 
 use serde::{Deserialize, Serialize};
@@ -69,13 +72,25 @@ impl ResultFile {
             tool: Tool::this(),
             complete: true,
             interrupted: false,
-            started_unix_ms: crate::sysinfo::unix_ms_now(),
+            started_unix_ms: unix_ms_now(),
             elapsed_ns: 0,
             sysinfo,
             warnings: Vec::new(),
             result,
         }
     }
+}
+
+/// Milliseconds since the Unix epoch, for the `started_unix_ms` field only.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a human-readable start stamp for the result file; never used for durations"
+)]
+pub fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }
 
 /// The subcommand-specific part of a [`ResultFile`], serialized as `"kind": ..., "data": {...}`.
@@ -93,7 +108,7 @@ pub enum RunResult {
     /// `preempt rtio-bench` (kind `rtio_bench`).
     RtioBench(Box<rtio::RtioBenchResult>),
     /// `preempt micro`.
-    Micro(Box<crate::micro::MicroResult>),
+    Micro(Box<micro::MicroResult>),
 }
 
 impl RunResult {

@@ -648,6 +648,7 @@ impl Rtio {
             kind,
             pollable,
             multishot,
+            nonblocking: fdio::is_nonblocking(fd.as_fd())?,
         };
         self.push_dev(Dev::Fd { fd, info })
     }
@@ -890,6 +891,24 @@ impl Rtio {
                 return Ok(());
             }
         }
+    }
+
+    /// Lets the executor make progress without sleeping, and only if there is something to
+    /// do: entries queued since the last submit, completions the kernel has posted, or (on
+    /// io_uring) deferred task work the kernel flagged with `IORING_SQ_TASKRUN` — e.g. a
+    /// linked chain whose poll-armed step became ready while the caller was computing. Then
+    /// it is [`submit(0)`](Self::submit) (`io_uring_enter(GETEVENTS, min_complete = 0)`, which
+    /// runs the task work and returns); otherwise it costs two loads from the shared ring and
+    /// no syscall. Returns whether it entered the kernel. The epoll backend always polls.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit).
+    pub fn run_pending(&mut self) -> io::Result<bool> {
+        if self.core.sq.is_empty() && !self.setup_open && !self.engine.work_pending() {
+            return Ok(false);
+        }
+        self.submit(0)?;
+        Ok(true)
     }
 
     fn run_ready(&mut self) {

@@ -75,4 +75,10 @@ pub struct FdInfo {
     pub pollable: bool,
     /// How multishot reads run on it.
     pub multishot: MultishotMode,
+    /// Whether its open file description is `O_NONBLOCK`. On io_uring a transfer on a
+    /// non-pollable, non-`O_NONBLOCK` file (a plain memfd) is run by the executor with
+    /// `pread`/`pwrite`, since the kernel would punt it to an io-wq worker; an `O_NONBLOCK`
+    /// one (see `sys::fdio::reopen_nonblocking`) is linked into the kernel chain and runs
+    /// inline in the task work that continues the chain.
+    pub nonblocking: bool,
 }

@@ -188,6 +188,48 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Opens the file behind `fd` again, read-write, as a NEW open file description with
+/// `O_NONBLOCK` (through `/proc/self/fd/N`), so the flag does not change the original's
+/// description (which another process may share, e.g. the simulator's register memfd).
+///
+/// Why: io_uring treats a file without `FMODE_NOWAIT` as blocking and punts every read to an
+/// io-wq worker thread, unless the description is `O_NONBLOCK` (`io_file_get_flags` then
+/// sets `REQ_F_SUPPORT_NOWAIT` and the read runs inline in the submitting context).
+///
+/// # Errors
+/// Whatever `open` reports (`ENOENT` without /proc, `EACCES`).
+pub fn reopen_nonblocking(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let path = format!("/proc/self/fd/{}\0", fd.as_raw_fd());
+    // SAFETY: `path` is NUL-terminated and outlives the call; the flags take no extra argument
+    // (no O_CREAT).
+    let raw = unsafe {
+        libc::open(
+            path.as_ptr().cast(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `open` returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Voluntary context switches of the calling thread (`getrusage(RUSAGE_THREAD)`): each is a
+/// sleep (a wake-up follows), so a difference counts the thread's wake-ups.
+///
+/// # Errors
+/// Whatever `getrusage` reports.
+pub fn thread_voluntary_switches() -> io::Result<u64> {
+    // SAFETY: rusage is plain data; all-zero is a valid value.
+    let mut raw: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `raw` is a valid, writable rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut raw) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u64::try_from(raw.ru_nvcsw).unwrap_or(0))
+}
+
 /// CPU time consumed by all threads of this process, ns (`CLOCK_PROCESS_CPUTIME_ID`).
 ///
 /// # Errors

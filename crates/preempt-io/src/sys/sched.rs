@@ -406,6 +406,10 @@ mod tests {
             set_current_thread_policy(&Policy::Other { nice: 5 }).unwrap();
             assert_eq!(current_thread_policy().unwrap(), Policy::Other { nice: 5 });
             if !is_root() {
+                assert!(
+                    !std::env::var("PREEMPT_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1"),
+                    "not root, and PREEMPT_REQUIRE_PRIVILEGED=1: the SCHED_FIFO part must run"
+                );
                 eprintln!("skipped the SCHED_FIFO part: not root");
                 return;
             }

@@ -1,7 +1,7 @@
 #[preempt::app]
 mod app {
     #[init]
-    fn init(_: init::Context) -> (Shared, Local) {
+    fn init(_: init::Context) -> (Local, Shared) {
         (Shared {}, Local {})
     }
 }

@@ -154,6 +154,14 @@ impl Engine {
         }
     }
 
+    /// Whether a non-waiting poll would find work (see `Rtio::run_pending`).
+    pub(crate) fn work_pending(&mut self) -> bool {
+        match self {
+            Engine::Uring(e) => e.work_pending(),
+            Engine::Epoll(_) => true,
+        }
+    }
+
     pub(crate) fn issue(&mut self, core: &mut Core, idx: u16) {
         match self {
             Engine::Uring(e) => e.issue(core, idx),

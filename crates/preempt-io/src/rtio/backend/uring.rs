@@ -656,6 +656,17 @@ impl UringEngine {
         }
     }
 
+    /// Deferred task work flagged by the kernel (`IORING_SQ_TASKRUN`, set up with
+    /// `IORING_SETUP_TASKRUN_FLAG`), SQEs not yet submitted, or CQEs not yet reaped.
+    pub(crate) fn work_pending(&mut self) -> bool {
+        let sq = self.ring.submission();
+        if sq.taskrun() || !sq.is_empty() || sq.cq_overflow() {
+            return true;
+        }
+        drop(sq);
+        !self.ring.completion().is_empty()
+    }
+
     pub(crate) fn poll(&mut self, core: &mut Core, wait: bool) -> io::Result<()> {
         let r = if wait {
             self.ring.submit_and_wait(1)
@@ -911,13 +922,16 @@ impl UringEngine {
 }
 
 /// Whether `idx` is a transfer on a descriptor that cannot be polled (a regular file: memfd,
-/// tmpfs, disk), which the executor runs inline with `pread`/`pwrite` instead of as an SQE.
+/// tmpfs, disk) and is not `O_NONBLOCK`, which the executor runs inline with
+/// `pread`/`pwrite` instead of as an SQE.
 ///
-/// Why: such files never block, but shmem (memfd) does not reliably complete
-/// `IOCB_NOWAIT` reads/writes, so io_uring punts a good share of them to an io-wq worker
-/// thread (measured on 6.18: about one worker wake-up per three 4-byte memfd reads, more for
-/// writes), and every punt costs two context switches — more than the syscall it saves. The
-/// chain semantics are unchanged: the executor continues the chain after the inline op.
+/// Why: a file without `FMODE_NOWAIT` (shmem has none) is blocking to io_uring, which then
+/// punts every transfer on it to an io-wq worker thread (two context switches, more than the
+/// syscall it saves). With `O_NONBLOCK` on the description `io_file_get_flags` marks the
+/// request `REQ_F_SUPPORT_NOWAIT`: reads are tried inline with `IOCB_NOWAIT` and a resident
+/// shmem page never says `-EAGAIN`, so the whole chain runs in the kernel (writes may still
+/// punt when they must update the file's mtime: `file_modified_flags` refuses that under
+/// `IOCB_NOWAIT`). The chain semantics are unchanged either way.
 fn inline(core: &Core, idx: u16) -> bool {
     let s = &core.slots[usize::from(idx)];
     !s.sqe.flags.contains(SqeFlags::MEMPOOL_BUFFER)
@@ -925,7 +939,7 @@ fn inline(core: &Core, idx: u16) -> bool {
             .op
             .iodev()
             .and_then(|d| core.dev_info(d))
-            .is_some_and(|i| !i.pollable)
+            .is_some_and(|i| !i.pollable && !i.nonblocking)
 }
 
 fn buffers_free(core: &Core, n: u16) -> bool {

@@ -126,12 +126,38 @@ pub enum SpiMode {
 /// How a stream reaches its device's registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StreamBus {
-    /// Register memfd: linked `pread`s / `pwrite`s.
-    Memfd(IodevId),
+    /// Register memfd: linked reads on the first device (`O_NONBLOCK`), the FIFO_RD
+    /// acknowledgement written on the second (the original description; see [`stream`]).
+    Memfd(IodevId, IodevId),
     /// SPI bus socket: command / response messages, in the given mode.
     Spi(IodevId, SpiMode),
     /// SPI bus socket, the three reads as one bus transaction (one command, one response).
     SpiTransaction(IodevId),
+}
+
+/// The buffers one chain reads into.
+#[derive(Clone, Copy, Debug)]
+struct DataBufs {
+    status: BufferId,
+    count: BufferId,
+    fifo: BufferId,
+    /// Transaction response ([`stream_spi_transaction`] only).
+    resp: Option<BufferId>,
+}
+
+impl DataBufs {
+    fn new(rtio: &mut Rtio, txn: bool) -> Result<DataBufs, RtioError> {
+        Ok(DataBufs {
+            status: rtio.alloc_buffer(4)?,
+            count: rtio.alloc_buffer(simimu::COUNT_BLOCK_LEN)?,
+            fifo: rtio.alloc_buffer(simimu::FIFO_BURST_LEN)?,
+            resp: if txn {
+                Some(rtio.alloc_buffer(TXN_HEAD + simimu::FIFO_BURST_LEN)?)
+            } else {
+                None
+            },
+        })
+    }
 }
 
 /// Bytes of STATUS + the count block at the start of a transaction response.
@@ -144,12 +170,14 @@ pub struct ImuStream {
     bus: StreamBus,
     int: IodevId,
     int_buf: BufferId,
-    status_buf: BufferId,
-    count_buf: BufferId,
-    fifo_buf: BufferId,
-    /// Transaction command and response buffers ([`stream_spi_transaction`] only).
+    /// The data buffers the next (or in-flight) chain reads into.
+    bufs: DataBufs,
+    /// A second set for overlap ([`ImuStream::enable_overlap`]): swapped with `bufs` on every
+    /// arm, so the frames of the chain that just completed stay untouched while the next
+    /// chain runs.
+    spare: Option<DataBufs>,
+    /// Transaction command buffer ([`stream_spi_transaction`] only).
     txn_buf: Option<BufferId>,
-    resp_buf: Option<BufferId>,
     rd: u32,
     triggers: Vec<StreamTrigger>,
     userdata: u64,
@@ -178,17 +206,30 @@ pub fn stream(
     let mut rd = [0_u8; 4];
     fdio::pread(regs.as_fd(), &mut rd, simimu::REG_FIFO_RD)?;
     fdio::pwrite(regs.as_fd(), &config.to_le_bytes(), simimu::REG_CONFIG)?;
-    let regs = rtio.register_fd("imu-regs", regs)?;
+    // The reads get a description of their own with O_NONBLOCK: io_uring then runs them
+    // inline in the task work that follows the interrupt, instead of punting each to an
+    // io-wq worker (see `fdio::reopen_nonblocking`). The FIFO_RD acknowledgement stays on
+    // the original (blocking) description, which the executor writes with `pwrite` before
+    // handing the rest of the chain to the kernel: a shmem write under IOCB_NOWAIT fails
+    // with -EAGAIN whenever the file's mtime must advance (`file_modified_flags`, about once
+    // per clock tick) and io_uring then punts it to io-wq — measured on 6.18: one worker
+    // wake-up per chain, two wake-ups per interrupt instead of one. Without /proc both use
+    // the original description and the executor runs every register transfer with pread.
+    let (ack, regs) = match fdio::reopen_nonblocking(regs.as_fd()) {
+        Ok(nb) => (
+            Some(rtio.register_fd("imu-regs-ack", regs)?),
+            rtio.register_fd("imu-regs", nb)?,
+        ),
+        Err(_) => (None, rtio.register_fd("imu-regs", regs)?),
+    };
     let int = rtio.register_fd("imu-int", int)?;
     Ok(ImuStream {
-        bus: StreamBus::Memfd(regs),
+        bus: StreamBus::Memfd(regs, ack.unwrap_or(regs)),
         int,
         int_buf: rtio.alloc_buffer(8)?,
-        status_buf: rtio.alloc_buffer(4)?,
-        count_buf: rtio.alloc_buffer(simimu::COUNT_BLOCK_LEN)?,
-        fifo_buf: rtio.alloc_buffer(simimu::FIFO_BURST_LEN)?,
+        bufs: DataBufs::new(rtio, false)?,
+        spare: None,
         txn_buf: None,
-        resp_buf: None,
         rd: u32::from_le_bytes(rd),
         triggers: triggers.to_vec(),
         userdata,
@@ -277,7 +318,7 @@ pub fn stream_spi_transaction(
     let txn = rtio.alloc_buffer(n)?;
     rtio.buffer_mut(txn)?.copy_from_slice(&cmd[..n]);
     s.txn_buf = Some(txn);
-    s.resp_buf = Some(rtio.alloc_buffer(TXN_HEAD + simimu::FIFO_BURST_LEN)?);
+    s.bufs.resp = Some(rtio.alloc_buffer(TXN_HEAD + simimu::FIFO_BURST_LEN)?);
     s.bus = StreamBus::SpiTransaction(bus);
     Ok(s)
 }
@@ -334,11 +375,9 @@ pub fn stream_spi_with(
         bus: StreamBus::Spi(bus, mode),
         int,
         int_buf: rtio.alloc_buffer(8)?,
-        status_buf: rtio.alloc_buffer(4)?,
-        count_buf: rtio.alloc_buffer(simimu::COUNT_BLOCK_LEN)?,
-        fifo_buf: rtio.alloc_buffer(simimu::FIFO_BURST_LEN)?,
+        bufs: DataBufs::new(rtio, false)?,
+        spare: None,
         txn_buf: None,
-        resp_buf: None,
         rd: u32::from_le_bytes(rd),
         triggers: triggers.to_vec(),
         userdata,
@@ -357,8 +396,11 @@ impl ImuStream {
     /// # Errors
     /// Submission pool full (size it for 5 entries per stream).
     pub fn arm(&mut self, rtio: &mut Rtio) -> Result<(), RtioError> {
-        let regs = match self.bus {
-            StreamBus::Memfd(regs) => regs,
+        if let Some(spare) = self.spare.as_mut() {
+            std::mem::swap(&mut self.bufs, spare);
+        }
+        let (regs, ack) = match self.bus {
+            StreamBus::Memfd(regs, ack) => (regs, ack),
             StreamBus::Spi(bus, SpiMode::Sequential) => return self.arm_spi(rtio, bus),
             StreamBus::Spi(bus, SpiMode::Queued) => return self.arm_spi_queued(rtio, bus),
             StreamBus::SpiTransaction(bus) => return self.arm_transaction(rtio, bus),
@@ -366,7 +408,7 @@ impl ImuStream {
         let rd = self.rd.to_le_bytes();
         let include = self.triggers.iter().any(|t| t.opt == DataOpt::Include);
         rtio.prepare(
-            Sqe::tiny_write(regs, &rd)
+            Sqe::tiny_write(ack, &rd)
                 .at(simimu::REG_FIFO_RD)
                 .chained()
                 .no_response()
@@ -379,19 +421,19 @@ impl ImuStream {
                 .userdata(self.userdata),
         )?;
         rtio.prepare(
-            Sqe::read(regs, self.status_buf, 4)
+            Sqe::read(regs, self.bufs.status, 4)
                 .at(simimu::REG_STATUS)
                 .chained()
                 .no_response()
                 .userdata(self.userdata),
         )?;
-        let count = Sqe::read(regs, self.count_buf, len32(simimu::COUNT_BLOCK_LEN))
+        let count = Sqe::read(regs, self.bufs.count, len32(simimu::COUNT_BLOCK_LEN))
             .at(simimu::REG_FIFO_COUNT)
             .userdata(self.userdata);
         if include {
             rtio.prepare(count.chained().no_response())?;
             rtio.prepare(
-                Sqe::read(regs, self.fifo_buf, len32(simimu::FIFO_BURST_LEN))
+                Sqe::read(regs, self.bufs.fifo, len32(simimu::FIFO_BURST_LEN))
                     .at(simimu::fifo_burst_offset(self.rd))
                     .userdata(self.userdata),
             )?;
@@ -420,7 +462,7 @@ impl ImuStream {
                 .userdata(u),
         )?;
         rtio.prepare(
-            Sqe::read(bus, self.status_buf, 4)
+            Sqe::read(bus, self.bufs.status, 4)
                 .chained()
                 .no_response()
                 .userdata(u),
@@ -431,7 +473,7 @@ impl ImuStream {
                 .no_response()
                 .userdata(u),
         )?;
-        let count = Sqe::read(bus, self.count_buf, len32(simimu::COUNT_BLOCK_LEN)).userdata(u);
+        let count = Sqe::read(bus, self.bufs.count, len32(simimu::COUNT_BLOCK_LEN)).userdata(u);
         if !fetch {
             rtio.prepare(count)?;
         } else {
@@ -444,7 +486,9 @@ impl ImuStream {
             )?;
             // The bus answers with the whole frames available: a short read, last in the
             // chain, so it breaks nothing.
-            rtio.prepare(Sqe::read(bus, self.fifo_buf, len32(simimu::FIFO_BURST_LEN)).userdata(u))?;
+            rtio.prepare(
+                Sqe::read(bus, self.bufs.fifo, len32(simimu::FIFO_BURST_LEN)).userdata(u),
+            )?;
         }
         self.armed = true;
         Ok(())
@@ -463,14 +507,16 @@ impl ImuStream {
         if fetch {
             rtio.prepare(link(cmd(simimu::REG_FIFO_DATA, simimu::FIFO_BURST_LEN)))?;
         }
-        rtio.prepare(link(Sqe::read(bus, self.status_buf, 4)))?;
-        let count = Sqe::read(bus, self.count_buf, len32(simimu::COUNT_BLOCK_LEN)).userdata(u);
+        rtio.prepare(link(Sqe::read(bus, self.bufs.status, 4)))?;
+        let count = Sqe::read(bus, self.bufs.count, len32(simimu::COUNT_BLOCK_LEN)).userdata(u);
         if !fetch {
             rtio.prepare(count)?;
         } else {
             rtio.prepare(count.chained().no_response())?;
             // Short read (the frames available), last in the chain: breaks nothing.
-            rtio.prepare(Sqe::read(bus, self.fifo_buf, len32(simimu::FIFO_BURST_LEN)).userdata(u))?;
+            rtio.prepare(
+                Sqe::read(bus, self.bufs.fifo, len32(simimu::FIFO_BURST_LEN)).userdata(u),
+            )?;
         }
         self.armed = true;
         Ok(())
@@ -478,7 +524,7 @@ impl ImuStream {
 
     /// The transaction chain: read INT → write the transaction command → read the response.
     fn arm_transaction(&mut self, rtio: &mut Rtio, bus: IodevId) -> Result<(), RtioError> {
-        let (Some(txn), Some(resp)) = (self.txn_buf, self.resp_buf) else {
+        let (Some(txn), Some(resp)) = (self.txn_buf, self.bufs.resp) else {
             return Err(RtioError::Invalid("transaction stream without its buffers"));
         };
         let u = self.userdata;
@@ -498,6 +544,14 @@ impl ImuStream {
         rtio.prepare(Sqe::read(bus, resp, len32(TXN_HEAD + simimu::FIFO_BURST_LEN)).userdata(u))?;
         self.armed = true;
         Ok(())
+    }
+
+    /// The device the stream's register transfers go to (register memfd or SPI socket), e.g.
+    /// for [`Rtio::fd_info`].
+    pub fn bus_iodev(&self) -> IodevId {
+        match self.bus {
+            StreamBus::Memfd(d, _) | StreamBus::Spi(d, _) | StreamBus::SpiTransaction(d) => d,
+        }
     }
 
     /// Whether a chain is queued or in flight.
@@ -526,11 +580,36 @@ impl ImuStream {
         rtio: &'r Rtio,
         cqe: &Cqe,
     ) -> Result<(ReadHeader, &'r [u8]), i32> {
+        let (header, at) = self.complete_at(rtio, cqe)?;
+        match at {
+            None => Ok((header, &[])),
+            Some((buf, range)) => {
+                let b = rtio.buffer(buf).map_err(|_| -libc::EBUSY)?;
+                Ok((header, &b[range]))
+            }
+        }
+    }
+
+    /// [`complete`](Self::complete), with the data named by its buffer and byte range instead
+    /// of borrowed, so the caller can arm the next chain before it processes the frames (with
+    /// [`enable_overlap`](Self::enable_overlap), arming does not touch that buffer).
+    ///
+    /// # Errors
+    /// As [`complete`](Self::complete).
+    #[allow(
+        clippy::type_complexity,
+        reason = "header + optional (buffer, range): named once, here"
+    )]
+    pub fn complete_at(
+        &mut self,
+        rtio: &Rtio,
+        cqe: &Cqe,
+    ) -> Result<(ReadHeader, Option<(BufferId, std::ops::Range<usize>)>), i32> {
         self.armed = false;
         if cqe.result < 0 {
             return Err(cqe.result);
         }
-        let (status, count, txn_data) = match (self.bus, self.resp_buf) {
+        let (status, count, txn_len) = match (self.bus, self.bufs.resp) {
             (StreamBus::SpiTransaction(_), Some(resp)) => {
                 let r = rtio.buffer(resp).map_err(|_| -libc::EBUSY)?;
                 let len = cqe.result.unsigned_abs() as usize;
@@ -541,13 +620,13 @@ impl ImuStream {
                 (
                     st,
                     CountBlock::parse(&r[4..TXN_HEAD]),
-                    Some(&r[TXN_HEAD..len]),
+                    Some((resp, len - TXN_HEAD)),
                 )
             }
             _ => {
-                let st = rtio.buffer(self.status_buf).map_err(|_| -libc::EBUSY)?;
+                let st = rtio.buffer(self.bufs.status).map_err(|_| -libc::EBUSY)?;
                 let st = u32::from_le_bytes([st[0], st[1], st[2], st[3]]);
-                let cb = CountBlock::parse(rtio.buffer(self.count_buf).map_err(|_| -libc::EBUSY)?);
+                let cb = CountBlock::parse(rtio.buffer(self.bufs.count).map_err(|_| -libc::EBUSY)?);
                 (st, cb, None)
             }
         };
@@ -574,63 +653,67 @@ impl ImuStream {
             dropped_total: count.dropped,
             period_ns: self.period_ns,
         };
-        if let Some(data) = txn_data {
-            let n = data.len() / FRAME_LEN;
+        if let Some((resp, data_len)) = txn_len {
+            let n = data_len / FRAME_LEN;
             self.rd = self.rd.wrapping_add(len32(n));
             if opt == DataOpt::Drop {
                 header.flushed = len32(n);
-                return Ok((header, &[]));
+                return Ok((header, None));
             }
             header.frames = len32(n);
-            return Ok((header, &data[..n * FRAME_LEN]));
+            return Ok((header, Some((resp, TXN_HEAD..TXN_HEAD + n * FRAME_LEN))));
         }
         if let StreamBus::Spi(..) = self.bus {
             // The FIFO_DATA read popped the frames already (the bus advanced FIFO_RD): what
             // was read is consumed, whatever the option, so a Nop outcome still delivers it.
             let fetched = self.triggers.iter().any(|t| t.opt != DataOpt::Nop);
             if !fetched {
-                return Ok((header, &[]));
+                return Ok((header, None));
             }
             let n = cqe.result.unsigned_abs() as usize / FRAME_LEN;
-            let fifo = rtio.buffer(self.fifo_buf).map_err(|_| -libc::EBUSY)?;
             self.rd = self.rd.wrapping_add(len32(n));
             if opt == DataOpt::Drop {
                 header.flushed = len32(n);
-                return Ok((header, &[]));
+                return Ok((header, None));
             }
             header.frames = len32(n);
-            return Ok((header, &fifo[..n * FRAME_LEN]));
+            return Ok((header, Some((self.bufs.fifo, 0..n * FRAME_LEN))));
         }
-        let data: &[u8] = match opt {
-            DataOpt::Nop => &[],
+        match opt {
+            DataOpt::Nop => Ok((header, None)),
             DataOpt::Drop => {
                 header.flushed = avail;
                 self.rd = self.rd.wrapping_add(avail);
-                &[]
+                Ok((header, None))
             }
             DataOpt::Include => {
-                let fifo = rtio.buffer(self.fifo_buf).map_err(|_| -libc::EBUSY)?;
-                // Count only frames whose sequence numbers follow on: a frame the simulator
-                // was still writing when the burst was read is left for the next read.
+                let fifo = rtio.buffer(self.bufs.fifo).map_err(|_| -libc::EBUSY)?;
+                // Whole valid frames up to what the count block reported: a frame the
+                // simulator was still writing when the burst was read is left for the next
+                // read.
                 let mut n = 0;
-                let mut last: Option<u16> = None;
-                while n < avail as usize {
-                    let Some(f) = Frame::decode(&fifo[n * FRAME_LEN..]) else {
-                        break;
-                    };
-                    if last.is_some_and(|l| f.seq != l.wrapping_add(1)) && n > 0 {
-                        // A gap inside a burst means samples were dropped between stores,
-                        // which only happens at the FIFO-full boundary: keep the frame.
-                    }
-                    last = Some(f.seq);
+                while n < avail as usize && Frame::decode(&fifo[n * FRAME_LEN..]).is_some() {
                     n += 1;
                 }
                 header.frames = len32(n);
                 self.rd = self.rd.wrapping_add(header.frames);
-                &fifo[..n * FRAME_LEN]
+                Ok((header, Some((self.bufs.fifo, 0..n * FRAME_LEN))))
             }
-        };
-        Ok((header, data))
+        }
+    }
+
+    /// Gives the stream a second set of data buffers (setup): from now on every
+    /// [`arm`](Self::arm) alternates between the two, so the next chain can be armed — and
+    /// run by the kernel — while the frames of the previous one are still being processed
+    /// (see [`processing_loop_overlapped`]).
+    ///
+    /// # Errors
+    /// Buffer allocation after setup closed, or out of buffer slots.
+    pub fn enable_overlap(&mut self, rtio: &mut Rtio) -> Result<(), RtioError> {
+        if self.spare.is_none() {
+            self.spare = Some(DataBufs::new(rtio, self.bufs.resp.is_some())?);
+        }
+        Ok(())
     }
 }
 
@@ -651,27 +734,109 @@ pub fn processing_loop(
         s.arm(rtio)?;
     }
     loop {
-        rtio.submit(1)?;
+        let (i, cqe) = next_completion(rtio, streams)?;
+        let keep = match streams[i].complete(rtio, &cqe) {
+            Ok((header, data)) => f(&SensorEvent {
+                stream: i,
+                header,
+                data,
+            }),
+            Err(_) => f(&SensorEvent::failed(i)),
+        };
+        if !keep {
+            return Ok(());
+        }
+        streams[i].arm(rtio)?;
+    }
+}
+
+/// Waits for the next completion of one of `streams`; returns the stream's index and it.
+fn next_completion(rtio: &mut Rtio, streams: &[ImuStream]) -> io::Result<(usize, Cqe)> {
+    loop {
         while let Some(cqe) = rtio.cqe_consume() {
-            let Some(i) = streams.iter().position(|s| s.userdata == cqe.userdata) else {
-                continue;
-            };
-            let keep = match streams[i].complete(rtio, &cqe) {
-                Ok((header, data)) => f(&SensorEvent {
+            if let Some(i) = streams.iter().position(|s| s.userdata == cqe.userdata) {
+                return Ok((i, cqe));
+            }
+        }
+        rtio.submit(1)?;
+    }
+}
+
+impl SensorEvent<'_> {
+    /// The event reporting a failed chain of stream `i`: no data, a default header.
+    fn failed(i: usize) -> SensorEvent<'static> {
+        SensorEvent {
+            stream: i,
+            header: ReadHeader::default(),
+            data: &[],
+        }
+    }
+}
+
+/// The overlapped consume loop: like [`processing_loop`], but the next chain of a stream is
+/// armed and handed to the kernel *before* the frames of the chain that just completed are
+/// processed, and the kernel's pending work is reaped between frames without sleeping
+/// ([`Rtio::run_pending`]). The bus (or register file) is read for the next interrupt while
+/// the consumer computes — the "decouple acquisition from processing" of Zephyr's RTIO.
+///
+/// `f` is called once per frame (`data` holds one 20-byte frame, `header` is that of the read
+/// it came from, so `header.frames` counts the read's frames), and once with no data for a read
+/// that delivered no frames or failed (`period_ns` = 0 on failure). Each stream gets a second
+/// buffer set ([`ImuStream::enable_overlap`]); the stream must still be in its setup phase
+/// (before the context's first submit).
+///
+/// Why per frame: with `IORING_SETUP_DEFER_TASKRUN` the kernel advances a chain only when the
+/// owner enters `io_uring_enter` with `GETEVENTS`; a poll-armed step that became ready while
+/// the owner computes just sets `IORING_SQ_TASKRUN`. Checking that flag after each frame
+/// (a load from the shared ring) and entering with `min_complete = 0` only when it is set
+/// keeps the chain moving at frame granularity for one syscall per pending step.
+///
+/// # Errors
+/// RTIO submission errors; buffer allocation errors from [`ImuStream::enable_overlap`].
+pub fn processing_loop_overlapped(
+    rtio: &mut Rtio,
+    streams: &mut [ImuStream],
+    mut f: impl FnMut(&SensorEvent<'_>) -> bool,
+) -> io::Result<()> {
+    for s in streams.iter_mut() {
+        s.enable_overlap(rtio)?;
+        s.arm(rtio)?;
+    }
+    loop {
+        let (i, cqe) = next_completion(rtio, streams)?;
+        let done = streams[i].complete_at(rtio, &cqe);
+        // The next chain goes to the kernel now, into the other buffer set.
+        streams[i].arm(rtio)?;
+        rtio.submit(0)?;
+        let (header, buf, range) = match done {
+            Ok((h, Some((buf, range)))) if !range.is_empty() => (h, buf, range),
+            Ok((header, _)) => {
+                let empty = SensorEvent {
                     stream: i,
                     header,
-                    data,
-                }),
-                Err(_) => f(&SensorEvent {
-                    stream: i,
-                    header: ReadHeader::default(),
                     data: &[],
-                }),
+                };
+                if !f(&empty) {
+                    return Ok(());
+                }
+                continue;
+            }
+            Err(_) if !f(&SensorEvent::failed(i)) => return Ok(()),
+            Err(_) => continue,
+        };
+        let mut frame = [0_u8; FRAME_LEN];
+        for at in range.step_by(FRAME_LEN) {
+            // One frame copied out (20 bytes), so the context is free to reap below.
+            frame.copy_from_slice(&rtio.buffer(buf)?[at..at + FRAME_LEN]);
+            let ev = SensorEvent {
+                stream: i,
+                header,
+                data: &frame,
             };
-            if !keep {
+            if !f(&ev) {
                 return Ok(());
             }
-            streams[i].arm(rtio)?;
+            rtio.run_pending()?;
         }
     }
 }

@@ -1,6 +1,13 @@
 //! The subcommands: validate the configuration, run, print the terminal report, write the
 //! exports. Returns the process exit code (see [`crate::error`]).
 
+pub mod compare;
+pub mod history;
+pub mod micro;
+pub mod report;
+pub mod rtio_bench;
+pub mod run;
+
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
@@ -8,7 +15,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use anyhow::{Context, Result};
 use preempt_io::sys::{clock::monotonic_now_ns, cpu};
 
-use crate::cli::{CheckArgs, Cli, Command, LatencyArgs, LoadArg, MatrixArgs, WakeupArgs};
+use crate::cli::{CheckArgs, Cli, Command, LatencyArgs, MatrixArgs, WakeupArgs};
+use crate::config::LoadArg;
 use crate::config::{self, LatencyConfig, OutputConfig, RtConfig, StressConfig, parse_cpus};
 use crate::error::{EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_OK, usage};
 use crate::export::{Exporter, Sink, json::JsonExporter};
@@ -28,13 +36,13 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<u8> {
         Command::Latency(a) => cmd_latency(&a, argv),
         Command::Matrix(a) => cmd_matrix(&a, argv),
         Command::Wakeup(a) => cmd_wakeup(&a, argv),
-        Command::Micro(a) => crate::micro::run(&a, argv),
-        Command::RtioBench(a) => crate::rtio::run(&a, argv),
-        Command::Report(a) => crate::report::run(&a),
-        Command::Compare(a) => crate::compare::run(&a),
-        Command::History(a) => crate::history::run(&a),
-        Command::Run(a) => crate::report::suite::run(&a, argv),
-        Command::StressWorker(a) => stress::run_worker(&a).map(|()| EXIT_OK),
+        Command::Micro(a) => micro::run(&a, argv),
+        Command::RtioBench(a) => rtio_bench::run(&a, argv),
+        Command::Report(a) => report::run(&a),
+        Command::Compare(a) => compare::run(&a),
+        Command::History(a) => history::run(&a),
+        Command::Run(a) => run::run(&a, argv),
+        Command::StressWorker(a) => stress::run_worker(&a.kinds, a.timeout_s).map(|()| EXIT_OK),
     }
 }
 
@@ -75,7 +83,7 @@ fn sink_for(out: &OutputConfig) -> Result<Sink> {
 
 fn cmd_check(a: &CheckArgs, argv: Vec<String>) -> Result<u8> {
     let t0 = monotonic_now_ns();
-    let started = sysinfo::unix_ms_now();
+    let started = crate::results::unix_ms_now();
     let sink = Sink::new(a.export_json.as_deref(), None);
     sink.preflight()?;
     let report = check::run();
@@ -162,7 +170,7 @@ fn cmd_latency(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     let sink = sink_for(&cfg.output)?;
     let stop = measure::install_stop_flag()?;
     let t0 = monotonic_now_ns();
-    let started = sysinfo::unix_ms_now();
+    let started = crate::results::unix_ms_now();
     let info = sysinfo::collect(argv);
     let env = RtEnvironment::prepare(cfg.rt);
     let mut warns = env.warnings.clone();
@@ -361,7 +369,7 @@ fn cmd_matrix(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
     };
     let stop = measure::install_stop_flag()?;
     let t0 = monotonic_now_ns();
-    let started = sysinfo::unix_ms_now();
+    let started = crate::results::unix_ms_now();
     let info = sysinfo::collect(argv);
     let env = RtEnvironment::prepare(cfg.rt);
     let mut warns = env.warnings.clone();
@@ -526,7 +534,7 @@ fn cmd_wakeup(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
     };
     let stress_cfg = StressConfig::new(
         if a.stress.is_empty() {
-            &[crate::cli::StressKind::All]
+            &[crate::config::StressKind::All]
         } else {
             &a.stress
         },
@@ -557,7 +565,7 @@ fn cmd_wakeup(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
     let sink = sink_for(&output)?;
     let stop = measure::install_stop_flag()?;
     let t0 = monotonic_now_ns();
-    let started = sysinfo::unix_ms_now();
+    let started = crate::results::unix_ms_now();
     let info = sysinfo::collect(argv);
     let env = RtEnvironment::prepare(RtConfig::from(&a.rt));
     let mut warns = env.warnings.clone();

@@ -19,50 +19,21 @@ use anyhow::{Context, Result};
 use preempt_io::sys::clock::monotonic_now_ns;
 use preempt_io::sys::cpu;
 
-use crate::cli::{
-    LatencyArgs, OutputArgs, PolicyArg, RtArgs, SourceArg, StressArgs, StressKind, StressTool,
+use crate::cli::{LatencyArgs, OutputArgs, RtArgs, RunArgs, StressArgs};
+use crate::config::{
+    LatencyConfig, PolicyArg, RtConfig, SetArg, SourceArg, StressConfig, StressKind, StressTool,
 };
-use crate::config::{LatencyConfig, RtConfig, StressConfig};
 use crate::error::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, usage};
 use crate::export::{Exporter, json::JsonExporter, write_atomically};
-use crate::history::{History, HistoryArgs};
+use crate::history::{History, HistoryConfig};
 use crate::measure::latency::EnvFacts;
 use crate::measure::{self, RtEnvironment, wakeup};
-use crate::micro::{self, MicroConfig, SetArg};
+use crate::micro::{self, MicroConfig};
 use crate::progress::Progress;
 use crate::results::{ResultFile, RunResult};
 use crate::stress::StressGuard;
 use crate::warnings::Warning;
 use crate::{check, sysinfo};
-
-/// `preempt run`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {
-    /// About 30 seconds: shorter runs, fewer samples.
-    #[arg(long, conflicts_with = "long")]
-    pub quick: bool,
-    /// About 12 minutes: longer runs for rarer worst cases.
-    #[arg(long)]
-    pub long: bool,
-    /// Output directory for index.html, plots/ and the JSON results.
-    #[arg(short, long, value_name = "DIR", default_value = "preempt-report")]
-    pub out: PathBuf,
-    /// Which program generates the stress.
-    #[arg(long, value_enum, default_value_t = StressTool::Builtin)]
-    pub stress_tool: StressTool,
-    /// Real-time priority of the measuring threads.
-    #[arg(short, long, default_value_t = 80)]
-    pub priority: u8,
-    /// Do not write PNG copies of the figures.
-    #[arg(long)]
-    pub no_png: bool,
-    /// Never draw the progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
-    /// Results history.
-    #[command(flatten)]
-    pub history: HistoryArgs,
-}
 
 /// Durations and sample counts of a preset.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,7 +54,7 @@ pub struct Preset {
 
 impl Preset {
     /// The preset the flags select.
-    pub fn of(a: &Args) -> Self {
+    pub fn of(a: &RunArgs) -> Self {
         if a.quick {
             Self {
                 name: "quick",
@@ -219,7 +190,7 @@ fn latency_step(
 ) -> Result<ResultFile> {
     let cfg = LatencyConfig::from_args(a, online)?;
     let t0 = monotonic_now_ns();
-    let started = sysinfo::unix_ms_now();
+    let started = crate::results::unix_ms_now();
     let info = sysinfo::collect(argv.to_vec());
     let mut warns = env.warnings.clone();
     warns.extend(extra.iter().cloned());
@@ -247,7 +218,7 @@ fn latency_step(
 }
 
 /// `preempt run`: returns the exit code.
-pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
+pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     if args.priority == 0 || args.priority > 98 {
         return Err(usage(format!(
             "--priority {} is out of range 1..=98",
@@ -378,7 +349,7 @@ pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
             gpio_chip: PathBuf::from("/dev/gpiochip0"),
         };
         let t0 = monotonic_now_ns();
-        let started = sysinfo::unix_ms_now();
+        let started = crate::results::unix_ms_now();
         let info = sysinfo::collect(argv.clone());
         let mut warns = env.warnings.clone();
         warns.extend(sysinfo::machine_warnings(&info, &[cfg.waiter_cpu]));
@@ -412,7 +383,7 @@ pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
     bar.step = 5;
     bar.set(0.0, "report");
     // The report is drawn from the files just written, exactly as `preempt report` would.
-    let inputs = crate::report::input::load_many(&written)?;
+    let inputs = crate::results::input::load_many(&written)?;
     let trace_data: Vec<crate::report::Trace> = traces
         .iter()
         .filter(|p| p.exists())
@@ -423,7 +394,7 @@ pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
     bar.set(1.0, "done");
     bar.progress.finish();
     if !args.history.no_history {
-        record_all(&args.history, &inputs);
+        record_all(&args.history.config(), &inputs);
     }
     println!("report: {}", w.index.display());
     println!(
@@ -451,7 +422,7 @@ pub fn run(args: &Args, argv: Vec<String>) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-fn record_all(args: &HistoryArgs, inputs: &[crate::report::input::Input]) {
+fn record_all(args: &HistoryConfig, inputs: &[crate::results::input::Input]) {
     let Some(path) = args.path() else { return };
     let db = match History::open(&path) {
         Ok(db) => db,
@@ -464,8 +435,8 @@ fn record_all(args: &HistoryArgs, inputs: &[crate::report::input::Input]) {
     for i in inputs {
         let src = std::fs::canonicalize(&i.source).ok();
         let r = match &i.loaded {
-            crate::report::input::Loaded::Result(r) => db.record(r, src.as_deref()),
-            crate::report::input::Loaded::Cyclictest(_) => continue,
+            crate::results::input::Loaded::Result(r) => db.record(r, src.as_deref()),
+            crate::results::input::Loaded::Cyclictest(_) => continue,
         };
         match r {
             Ok(id) => ids.push(id.to_string()),

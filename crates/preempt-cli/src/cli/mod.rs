@@ -5,9 +5,14 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
+use crate::config::{LoadArg, PolicyArg, SetArg, SourceArg, StressKind, StressTool};
 use crate::error::EXIT_CODES_HELP;
+use crate::history::HistoryConfig;
+
+mod convert;
+mod values;
 
 /// Is this machine real-time ready, and how late will my loop be?
 #[derive(Debug, Parser)]
@@ -34,21 +39,21 @@ pub enum Command {
     /// a POSIX signal (and a GPIO line when one exists).
     Wakeup(WakeupArgs),
     /// Microbenchmarks (NXP, Zephyr and framework sets) as distributions in ns and CPU cycles.
-    Micro(crate::micro::Args),
+    Micro(MicroArgs),
     /// The Zephyr RTIO talk's table: an IMU at 3200/6400 Hz plus extra sensors, read by one
     /// thread per sensor vs one RTIO (io_uring) context, against the imu-sim simulator: CPU
     /// load, latency, jitter, missed events; --sweep finds each design's break point.
     #[command(name = "rtio-bench", after_help = preempt_rtio_bench::cli::ABOUT)]
-    RtioBench(crate::rtio::RtioBenchArgs),
+    RtioBench(RtioBenchArgs),
     /// Turn result files into a self-contained HTML report with plots.
-    Report(crate::report::Args),
+    Report(ReportArgs),
     /// Compare result files side by side, or gate a CI run against a baseline.
-    Compare(crate::compare::Args),
+    Compare(CompareArgs),
     /// List and inspect the runs kept in the history database.
-    History(crate::history::Args),
+    History(HistoryCmdArgs),
     /// The default suite: check, latency idle and under stress, wakeup and micro, then the
     /// HTML report.
-    Run(crate::report::suite::Args),
+    Run(RunArgs),
     /// Internal: the stress worker process started by `--stress` (dies with its parent).
     #[command(name = "__stress", hide = true)]
     StressWorker(StressWorkerArgs),
@@ -70,31 +75,6 @@ pub struct OutputArgs {
     /// Never draw the progress bar (it is only drawn when stderr is a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
-}
-
-/// A built-in stressor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
-pub enum StressKind {
-    /// One busy-looping thread per CPU.
-    Cpu,
-    /// One thread per CPU streaming through a buffer 4x the last-level cache.
-    Memory,
-    /// A thread writing 1 MiB blocks to a temporary file and fsync-ing each.
-    Io,
-    /// A hackbench-like storm: groups of threads passing small messages over pipes.
-    Sched,
-    /// All of the above ("heavy").
-    All,
-}
-
-/// Which program produces the stress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum StressTool {
-    /// preempt's own stressors (no external tool needed).
-    #[default]
-    Builtin,
-    /// stress-ng, when installed (same kinds: --cpu, --stream, --hdd, --hackbench... mapped).
-    StressNg,
 }
 
 /// Load options.
@@ -121,19 +101,6 @@ pub struct RtArgs {
     /// Do not hold /dev/cpu_dma_latency at 0 (deep C-states stay allowed).
     #[arg(long)]
     pub no_dma_latency: bool,
-}
-
-/// A scheduling policy name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
-    /// SCHED_OTHER (CFS/EEVDF), with --nice.
-    Other,
-    /// SCHED_FIFO, with --priority.
-    Fifo,
-    /// SCHED_RR, with --priority.
-    Rr,
-    /// SCHED_DEADLINE, with --runtime (and --deadline, --period).
-    Deadline,
 }
 
 /// `preempt check`.
@@ -236,32 +203,6 @@ pub struct MatrixArgs {
     pub output: OutputArgs,
 }
 
-/// An event source for `preempt wakeup`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum SourceArg {
-    /// eventfd written by another thread.
-    Eventfd,
-    /// A pipe written by another thread.
-    Pipe,
-    /// A timerfd armed at an absolute time (the kernel is the trigger).
-    Timerfd,
-    /// A real-time signal sent to the thread, taken with sigwaitinfo.
-    Signal,
-    /// A GPIO output line looped to an input line (skipped without a gpiochip).
-    Gpio,
-}
-
-/// Load levels for `preempt wakeup`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LoadArg {
-    /// No load.
-    Idle,
-    /// The --stress stressors.
-    Stress,
-    /// Idle first, then under stress.
-    Both,
-}
-
 /// `preempt wakeup`.
 #[derive(Debug, Clone, Args)]
 pub struct WakeupArgs {
@@ -317,4 +258,214 @@ pub struct StressWorkerArgs {
     /// PR_SET_PDEATHSIG).
     #[arg(long, default_value_t = 86_400)]
     pub timeout_s: u64,
+}
+
+/// `preempt micro`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MicroArgs {
+    /// Benchmark sets to run.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [SetArg::Nxp, SetArg::Zephyr, SetArg::Framework])]
+    pub sets: Vec<SetArg>,
+    /// Run only these benchmarks (malloc, mutex, mutex_pi, pthread, context_switch,
+    /// sem_give_switch, sem_give_no_switch, task_switch_same_prio, task_switch_cross_prio,
+    /// task_switch_cross_prio_one_core, resource, resource_unlock_contended,
+    /// resource_unlock_contended_high_waiter, and each framework id with `_bare` for the
+    /// runtime without accounting).
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub only: Vec<String>,
+    /// Multiplier of the seeds' sample counts (1 = 1000 allocations, 1000 lock/unlock, 2000
+    /// threads, 500000 switches, 10000 semaphore gives; framework: 100000 same-priority
+    /// switches and locks, 20000 cross-priority switches, 5000 contended unlocks of each kind).
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    pub scale: f64,
+    /// CPU every benchmark thread is pinned to [default: the last online CPU].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+    /// SCHED_FIFO priority of the benchmark threads (lower-priority partners run 10 below);
+    /// 0 runs them as SCHED_OTHER (the Zephyr set is then skipped).
+    #[arg(short, long, default_value_t = 80)]
+    pub priority: u8,
+    /// Subtract the median timing overhead (two back-to-back counter reads) from every sample.
+    #[arg(long)]
+    pub subtract_overhead: bool,
+    /// Load.
+    #[command(flatten)]
+    pub stress: StressArgs,
+    /// Memory and power management.
+    #[command(flatten)]
+    pub rt: RtArgs,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
+}
+
+/// `preempt rtio-bench`: the benchmark's own flags. (Not named `Args`: clap names a struct's
+/// argument group after it, and the flattened benchmark struct is `Args` already.)
+#[derive(Debug, Clone, clap::Args)]
+#[command(mut_arg("json", |a| a
+    .value_name("FILE")
+    .help("Write the results as a preempt result file (kind rtio_bench, docs/results-schema.md) to FILE; rewritten after every finished cell with complete: false until the run ends")))]
+pub struct RtioBenchArgs {
+    /// The flags of `preempt-rtio-bench` (the same as the `rtio-bench` binary's).
+    #[command(flatten)]
+    pub bench: preempt_rtio_bench::Args,
+}
+
+/// `preempt report`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// Result files (JSON from check, latency, matrix, wakeup, micro, rtio-bench) or
+    /// directories of them.
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Output directory (created; index.html and plots/ are replaced).
+    #[arg(short, long, value_name = "DIR", default_value = "preempt-report")]
+    pub out: PathBuf,
+    /// Per-cycle CSV files from `preempt latency --trace-samples`, for the latency-per-iteration
+    /// figures.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Vec<PathBuf>,
+    /// Page title.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Do not write PNG files (SVG only).
+    #[arg(long)]
+    pub no_png: bool,
+}
+
+/// `preempt compare`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 compared (or no regression), 1 error, 2 bad usage, 5 a figure regressed beyond --max-ratio"
+)]
+pub struct CompareArgs {
+    /// Runs to compare: result files, directories of them, cyclictest --json or histogram
+    /// output, or history run ids (7 or run:7). Ratios are relative to the first.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Regression mode: compare every RUN with this baseline (file, directory or run id).
+    #[arg(long, value_name = "RUN")]
+    pub baseline: Option<String>,
+    /// Regression limits, e.g. p99=1.2,max=2: fail when RUN/baseline exceeds the ratio.
+    #[arg(long, value_delimiter = ',', value_name = "METRIC=RATIO")]
+    pub max_ratio: Vec<String>,
+    /// Statistics shown in the table.
+    #[arg(long, value_delimiter = ',', default_values_t = ["p50".to_string(), "p99".to_string(), "p99.9".to_string(), "max".to_string()])]
+    pub metrics: Vec<String>,
+    /// Only figures whose name starts with one of these prefixes (e.g. latency/,micro/).
+    #[arg(long, value_delimiter = ',', value_name = "PREFIX")]
+    pub only: Vec<String>,
+    /// Also write a self-contained HTML page with the table and overlaid histograms.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// History database for run ids.
+    #[command(flatten)]
+    pub history: HistoryArgs,
+}
+
+/// `preempt history` actions.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum HistoryAction {
+    /// List the stored runs, newest first (the default).
+    List,
+    /// Print the stored JSON of a run.
+    Show {
+        /// Run id.
+        id: i64,
+    },
+    /// Write the stored JSON of a run to a file.
+    Export {
+        /// Run id.
+        id: i64,
+        /// Destination file.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Add existing result files (JSON written by preempt) to the history.
+    Import {
+        /// Result files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Remove a run.
+    Delete {
+        /// Run id.
+        id: i64,
+    },
+}
+
+/// `preempt history`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HistoryCmdArgs {
+    /// What to do [default: list].
+    #[command(subcommand)]
+    pub action: Option<HistoryAction>,
+    /// Runs to list.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// List only runs of this kind (check, latency, matrix, wakeup, rtio_bench, micro).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Print the listing as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The database.
+    #[command(flatten)]
+    pub db: HistoryArgs,
+}
+
+/// Where the history lives, shared by every subcommand that records runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HistoryArgs {
+    /// History database [default: $PREEMPT_HISTORY, else $XDG_DATA_HOME/preempt/history.sqlite].
+    #[arg(long, value_name = "FILE", global = true)]
+    pub history_db: Option<PathBuf>,
+    /// Do not record this run in the history database.
+    #[arg(long, global = true)]
+    pub no_history: bool,
+}
+
+impl HistoryArgs {
+    /// The validated settings.
+    pub fn config(&self) -> HistoryConfig {
+        HistoryConfig {
+            history_db: self.history_db.clone(),
+            no_history: self.no_history,
+        }
+    }
+}
+
+/// `preempt run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// About 30 seconds: shorter runs, fewer samples.
+    #[arg(long, conflicts_with = "long")]
+    pub quick: bool,
+    /// About 12 minutes: longer runs for rarer worst cases.
+    #[arg(long)]
+    pub long: bool,
+    /// Output directory for index.html, plots/ and the JSON results.
+    #[arg(short, long, value_name = "DIR", default_value = "preempt-report")]
+    pub out: PathBuf,
+    /// Which program generates the stress.
+    #[arg(long, value_enum, default_value_t = StressTool::Builtin)]
+    pub stress_tool: StressTool,
+    /// Real-time priority of the measuring threads.
+    #[arg(short, long, default_value_t = 80)]
+    pub priority: u8,
+    /// Do not write PNG copies of the figures.
+    #[arg(long)]
+    pub no_png: bool,
+    /// Never draw the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }

@@ -6,7 +6,7 @@
 //! a file that is none of the known formats is refused with the list of formats.
 //!
 //! ```
-//! use preempt_cli::report::input::parse_text;
+//! use preempt_cli::results::input::parse_text;
 //! let err = parse_text("{\"hello\": 1}", "x.json").unwrap_err();
 //! assert!(format!("{err:#}").contains("x.json"));
 //! ```
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::compare::cyclictest::{self, CyclicRun};
+use crate::results::cyclictest::{self, CyclicRun};
 use crate::results::{ResultFile, RunResult, SCHEMA_VERSION};
 
 /// What a file holds.

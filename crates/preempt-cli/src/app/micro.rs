@@ -1,0 +1,210 @@
+//! `preempt micro`: the microbenchmarks of [`crate::micro`], their table, files and history.
+
+use std::io::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+use anyhow::{Context, Result};
+use preempt_io::sys::cpu;
+
+use crate::cli::MicroArgs;
+use crate::config::{OutputConfig, RtConfig};
+use crate::error::{EXIT_INTERRUPTED, EXIT_OK};
+use crate::measure::RtEnvironment;
+use crate::micro::{self, MicroBench, MicroConfig, MicroResult, framework, micro_of, run_file};
+use crate::progress::Progress;
+use crate::stress;
+use crate::warnings::Warning;
+
+/// `preempt micro`: runs, prints the table, writes `--export-json`/`--export-csv`, records the
+/// run in the history. Returns the exit code.
+pub fn run(args: &MicroArgs, argv: Vec<String>) -> Result<u8> {
+    // A framework child (re-executed by the parent's framework set) runs its one app and
+    // nothing else: no flags, no output but its samples.
+    if let Some(scenario) = std::env::var_os(framework::CHILD_ENV) {
+        return micro::framework::child_main(&scenario);
+    }
+    let online = cpu::online_cpus().context("cannot read the online CPUs")?;
+    let cfg = MicroConfig::from_args(args, &online)?;
+    let output = OutputConfig::from(&args.output);
+    let sink =
+        crate::export::Sink::new(output.export_json.as_deref(), output.export_csv.as_deref());
+    sink.preflight()?;
+    let stop = crate::measure::install_stop_flag()?;
+    let env = RtEnvironment::prepare(RtConfig::from(&args.rt));
+    eprintln!(
+        "preempt: microbenchmarks on CPU {}, {}{}",
+        cfg.cpu,
+        if cfg.priority == 0 {
+            "SCHED_OTHER".to_string()
+        } else {
+            format!("SCHED_FIFO {}", cfg.priority)
+        },
+        if cfg.stress.kinds.is_empty() {
+            String::new()
+        } else {
+            format!(", stress {}", stress::label(&cfg.stress))
+        }
+    );
+    let mut progress = Progress::new("micro", output.progress);
+    let mut file = run_file(&cfg, argv, &stop, &mut |d, t, what| {
+        progress.update(d as f64 / t.max(1) as f64, what)
+    })?;
+    progress.finish();
+    file.warnings
+        .splice(0..0, env.warnings.iter().map(Warning::to_record));
+    sink.write(&file)?;
+    crate::history::record_quietly(&args.history.config(), &file, output.export_json.as_deref());
+    for w in &file.warnings {
+        eprintln!("preempt: warning: {} ({})", w.message, w.hint);
+    }
+    if output.json_stdout {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&crate::export::Exporter::serialize(
+            &crate::export::json::JsonExporter,
+            &file,
+        )?)?;
+        out.flush()?;
+    } else {
+        print_table(micro_of(&file)?)?;
+    }
+    Ok(if stop.load(Relaxed) {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    })
+}
+
+fn print_table(m: &MicroResult) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "clock: {:?} at {:.4} GHz, calibrated against {} (+/-{} ppm), steps of {} tick(s); cycles = {}",
+        m.clock.counter,
+        m.clock.counter_hz / 1e9,
+        m.clock.calibrated_against,
+        m.clock.calibration_uncertainty_ppm,
+        m.clock.resolution_ticks,
+        m.clock.unit
+    )?;
+    writeln!(
+        out,
+        "timing overhead (two back-to-back reads): p50 {} cycles = {} ns, max {} cycles; {}",
+        m.overhead.cycles.p50_cycles,
+        m.overhead.ns.p50_ns,
+        m.overhead.cycles.max_cycles,
+        if m.benches.iter().any(|b| b.overhead_subtracted_cycles > 0) {
+            "subtracted from every sample"
+        } else {
+            "included in every figure (not subtracted)"
+        }
+    )?;
+    // Column widths: the longest set name and id (framework ids are long).
+    let sw = m
+        .benches
+        .iter()
+        .map(|b| b.set.len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    // Rows measured in the runtime's soft mode are marked, and the mark explained below.
+    let soft = |b: &MicroBench| {
+        b.notes
+            .iter()
+            .any(|n| n.starts_with(framework::SOFT_NOTE_PREFIX))
+    };
+    let label = |b: &MicroBench| {
+        if soft(b) {
+            format!("{} [soft]", b.id)
+        } else {
+            b.id.clone()
+        }
+    };
+    let iw = m
+        .benches
+        .iter()
+        .map(|b| label(b).len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    writeln!(
+        out,
+        "{:<sw$} {:<iw$} {:>7} {:>8} {:>8} {:>8} {:>9} | {:>8} {:>8} {:>8} {:>9} | {:>10}",
+        "set",
+        "benchmark",
+        "samples",
+        "min_ns",
+        "p50_ns",
+        "p99_ns",
+        "max_ns",
+        "min_cyc",
+        "p50_cyc",
+        "p99_cyc",
+        "max_cyc",
+        "perf/op",
+        sw = sw,
+        iw = iw
+    )?;
+    for b in &m.benches {
+        match (&b.ns, &b.cycles) {
+            (Some(d), Some(c)) => writeln!(
+                out,
+                "{:<sw$} {:<iw$} {:>7} {:>8} {:>8} {:>8} {:>9} | {:>8} {:>8} {:>8} {:>9} | {:>10}",
+                b.set,
+                label(b),
+                c.count,
+                d.summary.min_ns,
+                d.summary.p50_ns,
+                d.summary.p99_ns,
+                d.summary.max_ns,
+                c.min_cycles,
+                c.p50_cycles,
+                c.p99_cycles,
+                c.max_cycles,
+                b.perf
+                    .as_ref()
+                    .map(|p| format!(
+                        "{:.0} {}",
+                        p.per_op,
+                        if p.event == "cycles" { "cyc" } else { "tsc" }
+                    ))
+                    .unwrap_or_else(|| "-".into()),
+                sw = sw,
+                iw = iw
+            )?,
+            _ => writeln!(
+                out,
+                "{:<sw$} {:<iw$} skipped: {}",
+                b.set,
+                b.id,
+                b.skipped.as_deref().unwrap_or("no samples"),
+                sw = sw,
+                iw = iw
+            )?,
+        }
+    }
+    if m.benches
+        .iter()
+        .any(|b| b.set == "framework" && b.cycles.is_some())
+    {
+        writeln!(
+            out,
+            "framework: each row timed inside a preempt app in a child process; `_bare` rows \
+             are the runtime with accounting = false, the others the default app (accounting on)"
+        )?;
+    }
+    if m.benches.iter().any(soft) {
+        writeln!(out, "[soft]: {}", framework::SOFT_NOTE)?;
+    }
+    for s in &m.sets {
+        if let Some(n) = &s.note {
+            writeln!(
+                out,
+                "{:<7} not measured yet ({} rows reserved): {n}",
+                s.set,
+                s.planned.len()
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}

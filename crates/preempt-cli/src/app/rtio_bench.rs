@@ -1,0 +1,130 @@
+//! `preempt rtio-bench`: the thread-vs-RTIO benchmark of [`crate::rtio`], written as a
+//! preempt result file after every finished cell.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use anyhow::{Context, Result};
+use preempt_io::sys::clock;
+use preempt_rtio_bench::cli::Config;
+use preempt_rtio_bench::control::{RunControl, StopNotice};
+use preempt_rtio_bench::report::Document;
+
+use crate::cli::RtioBenchArgs;
+use crate::error::{EXIT_INTERRUPTED, EXIT_OK, usage};
+use crate::export::Sink;
+use crate::results::rtio::RtioBenchResult;
+use crate::results::{ResultFile, RunResult, WarningRecord};
+use crate::rtio::{bench_error, cell_warnings, groups, settings};
+use crate::warnings::Warning;
+use crate::{measure, sysinfo};
+
+/// `preempt rtio-bench`: returns the exit code.
+pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
+    // Validate every flag before anything runs (the benchmark repeats this per group).
+    let cfg = Config::from_args(&args.bench).map_err(usage)?;
+    let sink = Sink::new(cfg.json.as_deref(), None);
+    sink.preflight()?;
+    let t0 = clock::monotonic_now_ns();
+    let started = crate::results::unix_ms_now();
+    let info = sysinfo::collect(argv.clone());
+    let machine: Vec<WarningRecord> = sysinfo::machine_warnings(&info, &[cfg.consumer_cpu])
+        .iter()
+        .map(|w| {
+            let mut r = w.to_record();
+            if *w == Warning::NotIsolated {
+                // The generic hint names `--cpus`, which this subcommand does not have.
+                r.hint = "boot with isolcpus=N nohz_full=N rcu_nocbs=N and run with \
+                          --consumer-cpu N (and the simulator on another CPU, --sim-cpu)"
+                    .into();
+            }
+            r
+        })
+        .collect();
+    let mut result = RtioBenchResult {
+        settings: settings(&args.bench, &cfg),
+        ..RtioBenchResult::default()
+    };
+    let file = |r: &RtioBenchResult, complete: bool, interrupted: bool| {
+        let mut f = ResultFile::new(info.clone(), RunResult::RtioBench(Box::new(r.clone())));
+        f.started_unix_ms = started;
+        f.elapsed_ns = clock::monotonic_now_ns() - t0;
+        f.complete = complete;
+        f.interrupted = interrupted;
+        f.warnings = machine.clone();
+        f.warnings.extend(cell_warnings(r));
+        if interrupted {
+            f.warnings.push(Warning::Interrupted.to_record());
+        }
+        f
+    };
+    let stop = measure::install_stop_flag()?;
+    let notice = StopNotice::spawn(&stop, "preempt").context("cannot start the Ctrl-C notice")?;
+    let groups = groups(&args.bench);
+    let mut interrupted = false;
+    for g in &groups {
+        if stop.load(Relaxed) {
+            interrupted = true;
+            break;
+        }
+        // After every finished cell: the groups so far plus this group's document so far. A
+        // failed write is kept and reported after the group (the callback cannot return it).
+        let mut write_error: Option<anyhow::Error> = None;
+        let mut wrote = false;
+        let mut on_cell = |doc: &Document| {
+            let mut so_far = result.clone();
+            so_far.absorb(doc);
+            match sink.write(&file(&so_far, false, false)) {
+                Ok(()) => wrote = true,
+                Err(e) => {
+                    write_error.get_or_insert(e);
+                }
+            }
+        };
+        let outcome =
+            preempt_rtio_bench::run_with(g, argv.clone(), &RunControl::new(&stop, &mut on_cell));
+        if let Some(e) = write_error {
+            return Err(e);
+        }
+        match outcome {
+            Ok(doc) => {
+                result.absorb(&doc);
+                if doc.interrupted {
+                    interrupted = true;
+                    break;
+                }
+            }
+            Err(e) => {
+                if !wrote && (!result.cells.is_empty() || !result.sweep.is_empty()) {
+                    // Keep the groups that finished before the failure. (When the failing
+                    // group finished a cell, the file holds those and the group's finished
+                    // cells already, from its last `on_cell`.)
+                    sink.write(&file(&result, false, false))?;
+                }
+                return Err(bench_error(e));
+            }
+        }
+    }
+    drop(notice);
+    let f = file(&result, true, interrupted);
+    sink.write(&f)?;
+    // Same lines as `warnings::print`, from the records (some are the cells' own).
+    for w in &f.warnings {
+        eprintln!("warning: {}\n  hint: {}", w.message, w.hint);
+    }
+    match &cfg.json {
+        Some(p) => eprintln!(
+            "preempt: results in {} (kind rtio_bench: `preempt report {}` draws them)",
+            p.display(),
+            p.display()
+        ),
+        None => eprintln!(
+            "preempt: pass --json FILE to keep these results for `preempt report` and \
+             `preempt compare`"
+        ),
+    }
+    Ok(if interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    })
+}
