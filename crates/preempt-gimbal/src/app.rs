@@ -1,0 +1,315 @@
+//! The controller: a preempt app in the shape of the thesis's figure 7.4.
+//!
+//! ```text
+//!  bus_setup (p90, once)   t0, the RTIO context (on the sample's thread: SINGLE_ISSUER)
+//!  sample (p90, every 100 µs, on_miss = Skip)
+//!    │  exchange: send the voltages (shared, PCP), receive angles, currents, step, stamp
+//!    ├─ every sample:   current_pan, current_tilt (p80): PI -> voltage
+//!    └─ every 10th:     position_pan, position_tilt (p80): PD -> current reference,
+//!                          each chains its current controller            (figure 7.4)
+//!    telemetry record -> bridge -> non-real-time side (never blocks; a full ring is counted)
+//! ```
+//!
+//! One app per process (preempt's rule): [`run`] takes its inputs through a hand-off slot and
+//! returns the app's exit code; [`EXIT_PLANT_DIED`] when the plant stopped answering.
+
+use std::os::fd::OwnedFd;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use preempt::bridge::Sender;
+
+use crate::control::Steps;
+use crate::record::SampleRecord;
+
+/// Exit code of the app when the plant died mid-run.
+pub const EXIT_PLANT_DIED: i32 = 5;
+
+/// Set by the watchdog when the plant process is gone (it then rings `done` so that a
+/// waiting exchange returns).
+pub static PLANT_DEAD: AtomicBool = AtomicBool::new(false);
+/// Set when the run should end early (Ctrl-C, SIGTERM): `sample` stops the app.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+/// The grid's start, taken by `bus_setup` as soon as the gate opens.
+static T0: AtomicU64 = AtomicU64::new(0);
+/// Controllers' time in the current sample, ns (summed by the four tasks).
+static CTRL_NS: AtomicU64 = AtomicU64::new(0);
+/// Sample jobs whose controller release was refused (previous job still queued).
+pub static REFUSED: AtomicU64 = AtomicU64::new(0);
+/// The RTIO backend the exchange uses (set once by `bus_setup`).
+pub static BACKEND: Mutex<String> = Mutex::new(String::new());
+/// The exchange error that stopped the run, if any.
+pub static ERROR: Mutex<Option<String>> = Mutex::new(None);
+
+/// What the app needs from its caller.
+#[derive(Debug)]
+pub struct Setup {
+    /// (page, doorbell, done) of the plant's bus.
+    pub fds: [OwnedFd; 3],
+    /// Setpoint script.
+    pub steps: Steps,
+    /// Samples to run.
+    pub samples: u64,
+    /// Telemetry to the non-real-time side.
+    pub telemetry: Sender<SampleRecord>,
+}
+
+static SETUP: Mutex<Option<Setup>> = Mutex::new(None);
+
+thread_local! {
+    /// The RTIO context of the exchange. It lives on the p90 executor thread, which creates
+    /// it (`bus_setup`) and is the only one to submit (io_uring `SINGLE_ISSUER`; the context
+    /// is not `Send`, so it cannot be a resource).
+    static EXCHANGE: std::cell::RefCell<Option<crate::exchange::Exchange>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs the controller app with `setup`; returns its exit code (0, 1 for missing
+/// privileges, [`EXIT_PLANT_DIED`]). Once per process.
+pub fn run(setup: Setup) -> i32 {
+    *SETUP.lock().unwrap_or_else(|e| e.into_inner()) = Some(setup);
+    controller::run()
+}
+
+/// The app's statistics (after [`run`]).
+pub fn stats() -> preempt::AppStats {
+    controller::stats()
+}
+
+fn now_ns() -> u64 {
+    preempt::Instant::now().as_nanos()
+}
+
+/// Adds the time since `start` to the controllers' account.
+fn account(start: u64) {
+    CTRL_NS.fetch_add(now_ns().saturating_sub(start), Ordering::Relaxed);
+}
+
+fn fail(msg: String) {
+    *ERROR.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+}
+
+// Sample and controllers share CPU 0 (the plant takes the last CPU): when `sample` ends, the
+// controllers it released run on the spot, with no cross-CPU wake-up, and finish before the
+// next exchange needs their voltages.
+#[preempt::app(main = false, cores = [p90 = 0, p80 = 0])]
+mod controller {
+    use std::os::fd::OwnedFd;
+    use std::sync::atomic::Ordering;
+
+    use preempt::bridge::Sender;
+
+    use super::{CTRL_NS, PLANT_DEAD, REFUSED, STOP, T0};
+    use crate::control::{Cascade, POSITION_EVERY, Steps, counts_to_rad};
+    use crate::exchange::Exchange;
+    use crate::frame::Tx;
+    use crate::model::AxisParams;
+    use crate::record::{Grid, SampleRecord, Volts};
+
+    #[shared]
+    struct Shared {
+        /// Pan's cascade state (its position and current tasks, both p80: no lock cost).
+        pan: Cascade,
+        /// Tilt's.
+        tilt: Cascade,
+        /// The voltage commands (sample reads, current controllers write: PCP).
+        volts: Volts,
+    }
+
+    #[local]
+    struct Local {
+        fds: Option<[OwnedFd; 3]>,
+        steps: Steps,
+        samples: u64,
+        telemetry: Sender<SampleRecord>,
+        grid: Option<Grid>,
+        last_k: Option<u64>,
+    }
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        let setup = super::SETUP
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .expect("gimbal::app::run hands the setup over before the app starts");
+        bus_setup::spawn().expect("bus_setup has a free slot at start-up");
+        (
+            Shared {
+                pan: Cascade::for_axis(&AxisParams::PAN),
+                tilt: Cascade::for_axis(&AxisParams::TILT),
+                volts: Volts::new(),
+            },
+            Local {
+                fds: Some(setup.fds),
+                steps: setup.steps,
+                samples: setup.samples,
+                telemetry: setup.telemetry,
+                grid: None,
+                last_k: None,
+            },
+            init::Monotonics(),
+        )
+    }
+
+    /// Runs first when the gate opens: the grid's start, then the RTIO context on this
+    /// thread.
+    #[task(priority = 90, local = [fds])]
+    fn bus_setup(cx: bus_setup::Context) {
+        T0.store(super::now_ns(), Ordering::Release);
+        let Some(fds) = cx.local.fds.take() else {
+            return;
+        };
+        match Exchange::new(fds) {
+            Ok(x) => {
+                // Once, at set-up (not the sample path): a lock is fine here.
+                *super::BACKEND.lock().unwrap_or_else(|e| e.into_inner()) = x.backend();
+                super::EXCHANGE.with(|e| *e.borrow_mut() = Some(x));
+            }
+            Err(e) => {
+                super::fail(format!("cannot set up the RTIO exchange: {e}"));
+                preempt::exit(1);
+            }
+        }
+    }
+
+    /// The 10 kHz exchange with the plant; releases the controllers.
+    #[task(
+        priority = 90,
+        period = 100.micros(),
+        deadline = 100.micros(),
+        on_miss = Skip,
+        shared = [volts],
+        local = [steps, samples, telemetry, grid, last_k]
+    )]
+    fn sample(mut cx: sample::Context) {
+        let start = super::now_ns();
+        let grid = cx
+            .local
+            .grid
+            .get_or_insert_with(|| Grid::new(T0.load(Ordering::Acquire)));
+        let (k, _skipped) = grid.label(start);
+        let release = grid.release_ns(k);
+        let t0 = grid.t0();
+        let controllers_prev_ns = CTRL_NS.swap(0, Ordering::Relaxed);
+        let last = *cx.local.last_k;
+        let (volts, late_output) = cx
+            .shared
+            .volts
+            .lock(|v| (v.volts, last.is_some_and(|l| !v.answers(l))));
+        let tx = Tx {
+            seq: k as u32,
+            volts,
+        };
+        let ex_start = super::now_ns();
+        let rx = super::EXCHANGE.with(|e| e.borrow_mut().as_mut().map(|x| x.transfer(&tx)));
+        let exchange_ns = super::now_ns().saturating_sub(ex_start);
+        let rx = match rx {
+            Some(Ok(rx)) if !PLANT_DEAD.load(Ordering::Acquire) => rx,
+            Some(Ok(_)) => {
+                super::fail("the plant process died mid-run".into());
+                preempt::exit(super::EXIT_PLANT_DIED);
+                return;
+            }
+            Some(Err(e)) => {
+                super::fail(format!("exchange with the plant failed: {e}"));
+                preempt::exit(super::EXIT_PLANT_DIED);
+                return;
+            }
+            None => return, // the bus is not set up (bus_setup failed and stops the app)
+        };
+        *cx.local.last_k = Some(k);
+        let angle = rx.counts.map(counts_to_rad);
+        let current = rx.currents;
+        let steps = &*cx.local.steps;
+        let setpoint = [0, 1].map(|a| steps.setpoint(a, k));
+        let released = if k % POSITION_EVERY == 0 {
+            position_pan::spawn(k, setpoint[0], angle[0], f64::from(current[0])).is_ok()
+                & position_tilt::spawn(k, setpoint[1], angle[1], f64::from(current[1])).is_ok()
+        } else {
+            current_pan::spawn(k, f64::from(current[0]), None).is_ok()
+                & current_tilt::spawn(k, f64::from(current[1]), None).is_ok()
+        };
+        if !released {
+            REFUSED.fetch_add(1, Ordering::Relaxed);
+        }
+        let end = super::now_ns();
+        // Never blocks: a full ring is counted by the bridge (telemetry lost).
+        let _full = cx.local.telemetry.send(SampleRecord {
+            k,
+            t_ns: start.saturating_sub(t0),
+            lateness_ns: start.saturating_sub(release),
+            exchange_ns,
+            sample_ns: end.saturating_sub(start).saturating_sub(exchange_ns),
+            controllers_prev_ns,
+            late_output,
+            plant_step: rx.step,
+            plant_stamp_us: rx.stamp_us,
+            angle,
+            current,
+            volts,
+            setpoint,
+        });
+        if k + 1 >= *cx.local.samples || STOP.load(Ordering::Relaxed) {
+            preempt::exit(0);
+        }
+    }
+
+    /// Pan position loop (1 kHz): PD, then chains the pan current loop.
+    #[task(priority = 80, shared = [pan])]
+    fn position_pan(
+        mut cx: position_pan::Context,
+        k: u64,
+        setpoint: f64,
+        angle: f64,
+        current: f64,
+    ) {
+        let start = super::now_ns();
+        let iref = cx.shared.pan.lock(|c| c.position(setpoint, angle));
+        super::account(start);
+        if current_pan::spawn(k, current, Some(iref)).is_err() {
+            REFUSED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Tilt position loop (1 kHz).
+    #[task(priority = 80, shared = [tilt])]
+    fn position_tilt(
+        mut cx: position_tilt::Context,
+        k: u64,
+        setpoint: f64,
+        angle: f64,
+        current: f64,
+    ) {
+        let start = super::now_ns();
+        let iref = cx.shared.tilt.lock(|c| c.position(setpoint, angle));
+        super::account(start);
+        if current_tilt::spawn(k, current, Some(iref)).is_err() {
+            REFUSED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Pan current loop (10 kHz): its voltage goes out with the next sample.
+    #[task(priority = 80, shared = [volts, pan])]
+    fn current_pan(mut cx: current_pan::Context, k: u64, current: f64, iref: Option<f64>) {
+        let start = super::now_ns();
+        let v = cx.shared.pan.lock(|c| c.current(iref, current));
+        cx.shared.volts.lock(|c| {
+            c.volts[0] = v;
+            c.answered[0] = k;
+        });
+        super::account(start);
+    }
+
+    /// Tilt current loop (10 kHz).
+    #[task(priority = 80, shared = [volts, tilt])]
+    fn current_tilt(mut cx: current_tilt::Context, k: u64, current: f64, iref: Option<f64>) {
+        let start = super::now_ns();
+        let v = cx.shared.tilt.lock(|c| c.current(iref, current));
+        cx.shared.volts.lock(|c| {
+            c.volts[1] = v;
+            c.answered[1] = k;
+        });
+        super::account(start);
+    }
+}

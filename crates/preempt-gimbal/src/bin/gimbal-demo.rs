@@ -1,0 +1,188 @@
+//! `gimbal-demo`: one run of the gimbal demonstrator (what `preempt demo gimbal` runs).
+//!
+//! ```text
+//! gimbal-demo [--duration S] [--steps pan=0.5@0.2s,tilt=-0.3@1.0s] [--seed N] [--out DIR]
+//!             [--plant-cpu N|none]
+//! gimbal-demo --reference-only FILE [--duration S] [--steps ..] [--seed N]
+//! ```
+//!
+//! Writes `DIR/gimbal.json` (kind `demo_gimbal`) and `DIR/gimbal.mcap`, and prints the
+//! figures. `--reference-only` runs only the ideal-timing reference and writes every
+//! sample's values as bit patterns (hex), one line per sample: two runs with the same seed
+//! give identical files. Ctrl-C stops the run and keeps both files (marked interrupted).
+//! Exit codes: 0 ok, 1 error, 2 bad arguments, 130 interrupted.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use preempt_gimbal::demo::{self, DemoConfig};
+
+const USAGE: &str = "usage: gimbal-demo [--duration S] [--steps pan=0.5@0.2s,tilt=-0.3@1.0s] [--seed N] [--out DIR] [--plant-cpu N|none] [--reference-only FILE]";
+
+fn parse(argv: &[String]) -> Result<(DemoConfig, Option<PathBuf>), String> {
+    let mut cfg = DemoConfig::new(&PathBuf::from("gimbal-demo"));
+    let mut reference_only = None;
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{a}: missing value ({USAGE})"))
+        };
+        match a.as_str() {
+            "--duration" => {
+                cfg.duration_s = value()?
+                    .trim_end_matches('s')
+                    .parse()
+                    .map_err(|_| "--duration: expected seconds, e.g. 2 or 2s".to_owned())?;
+            }
+            "--steps" => cfg.steps = value()?.parse()?,
+            "--seed" => {
+                cfg.seed = value()?
+                    .parse()
+                    .map_err(|_| "--seed: expected an unsigned integer".to_owned())?;
+            }
+            "--out" => cfg.out_dir = PathBuf::from(value()?),
+            "--plant-cpu" => {
+                let v = value()?;
+                cfg.plant_cpu = if v == "none" {
+                    None
+                } else {
+                    Some(
+                        v.parse()
+                            .map_err(|_| "--plant-cpu: expected a CPU number or none".to_owned())?,
+                    )
+                };
+            }
+            "--reference-only" => reference_only = Some(PathBuf::from(value()?)),
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown flag '{other}' ({USAGE})")),
+        }
+    }
+    cfg.validate()?;
+    Ok((cfg, reference_only))
+}
+
+fn reference_only(cfg: &DemoConfig, path: &PathBuf) -> Result<(), String> {
+    let records = preempt_gimbal::reference::run(cfg.seed, &cfg.steps, cfg.samples())?;
+    let mut text = String::new();
+    for r in &records {
+        let _ = writeln!(
+            text,
+            "{} {:016x} {:016x} {:08x} {:08x} {:08x} {:08x} {} {}",
+            r.k,
+            r.angle[0].to_bits(),
+            r.angle[1].to_bits(),
+            r.current[0].to_bits(),
+            r.current[1].to_bits(),
+            r.volts[0].to_bits(),
+            r.volts[1].to_bits(),
+            r.plant_step,
+            r.plant_stamp_us
+        );
+    }
+    std::fs::write(path, text).map_err(|e| format!("--reference-only {}: {e}", path.display()))
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let (cfg, reference) = match parse(&argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("gimbal-demo: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(path) = reference {
+        return match reference_only(&cfg, &path) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("gimbal-demo: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal kills at once (the conditional shutdown sees the flag set).
+        let installed =
+            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
+                .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)));
+        if let Err(e) = installed {
+            eprintln!("gimbal-demo: cannot install the Ctrl-C handler: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    match demo::run(&cfg, &stop) {
+        Ok((d, out)) => {
+            if d.soft {
+                println!(
+                    "SOFT MODE (PREEMPT_SOFT=1): SCHED_OTHER, figures are not real-time figures"
+                );
+            }
+            for a in &d.axes {
+                println!(
+                    "{:>4}: step {:+.3} rad, error vs reference RMS {:.3} mrad ({}), max {:.3} mrad; overshoot {} (reference {}), settling {} (reference {})",
+                    a.name,
+                    a.step_rad,
+                    a.rms_error_rad * 1e3,
+                    a.rms_error_pct_of_step
+                        .map_or("-".into(), |p| format!("{p:.2} % of step")),
+                    a.max_error_rad * 1e3,
+                    a.overshoot_pct.map_or("-".into(), |p| format!("{p:.1} %")),
+                    a.reference_overshoot_pct
+                        .map_or("-".into(), |p| format!("{p:.1} %")),
+                    a.settling_ms.map_or("-".into(), |p| format!("{p:.1} ms")),
+                    a.reference_settling_ms
+                        .map_or("-".into(), |p| format!("{p:.1} ms")),
+                );
+            }
+            let s = &d.samples;
+            println!(
+                "samples: expected {}, exchanged {}, missed {}, late outputs {}; telemetry written {}, lost {}",
+                s.expected,
+                s.exchanged,
+                s.missed,
+                s.late_outputs,
+                d.telemetry.written,
+                d.telemetry.lost
+            );
+            let c = &d.controller_cpu_per_sample_ns;
+            println!(
+                "controller CPU per sample: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({:.1} % of one CPU); exchange p50 {:.1} µs p99 {:.1} µs ({})",
+                c.p50 as f64 / 1e3,
+                c.p99 as f64 / 1e3,
+                c.max as f64 / 1e3,
+                d.controller_cpu_pct,
+                d.exchange_ns.p50 as f64 / 1e3,
+                d.exchange_ns.p99 as f64 / 1e3,
+                d.rtio_backend
+            );
+            println!(
+                "plant: {} steps, {} late, max lateness {:.1} µs, SCHED_FIFO {}, pinned {}",
+                d.plant.steps,
+                d.plant.late_steps,
+                d.plant.max_late_ns as f64 / 1e3,
+                d.plant.fifo,
+                d.plant.pinned
+            );
+            println!("wrote {} and {}", out.json.display(), out.mcap.display());
+            if let Some(e) = &d.error {
+                eprintln!(
+                    "gimbal-demo: the run stopped early: {e} (results so far kept, marked interrupted)"
+                );
+                return ExitCode::from(1);
+            }
+            if d.interrupted || stop.load(Ordering::Relaxed) {
+                return ExitCode::from(130);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gimbal-demo: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

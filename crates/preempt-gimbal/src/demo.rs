@@ -1,0 +1,341 @@
+//! One demo run: the reference on virtual time, then the plant process, the controller app
+//! and the recorder, then the figures.
+//!
+//! ```text
+//!  1. check the output directory (the files are created before anything is measured)
+//!  2. reference run (mock clock, this thread)          -> /gimbal/reference
+//!  3. start gimbal-plant (own process group; SCHED_FIFO, pinned when allowed)
+//!  4. recorder thread: bridge -> /gimbal/state, keeps the records
+//!     watchdog thread: plant alive? stop flag (Ctrl-C)? -> ends the app
+//!  5. the controller app runs for the duration (this thread blocks in it)
+//!  6. stop the plant, read its counters, finish the MCAP (always), figures -> gimbal.json
+//! ```
+//!
+//! Every way out after step 1 finalises the MCAP and writes the JSON: an interrupted run or
+//! a dead plant is marked (`interrupted`, `error`) and keeps what was recorded.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use preempt::bridge;
+use preempt_io::sys::clock::{self, ClockId};
+
+use crate::app;
+use crate::control::{SAMPLE_NS, SAMPLE_S, Steps};
+use crate::plant_rt::PlantConfig;
+use crate::record::SampleRecord;
+use crate::result::{self, GimbalData, SampleCounts, TelemetryCounts, TimeSummary};
+use crate::spawn::PlantProcess;
+use crate::telemetry::McapSink;
+
+/// Bridge capacity, samples: 6.5 s of telemetry, so the recorder may stall that long (disk,
+/// a descheduled thread) before a sample is lost.
+const BRIDGE_CAPACITY: usize = 1 << 16;
+/// SCHED_FIFO priority of the plant's step loop: above the controller's (p90), as separate
+/// hardware would be.
+pub const PLANT_PRIORITY: u8 = 95;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct DemoConfig {
+    /// Run length, s.
+    pub duration_s: f64,
+    /// Setpoint script.
+    pub steps: Steps,
+    /// Sensor noise seed (plant and reference).
+    pub seed: u64,
+    /// Output directory: `gimbal.json`, `gimbal.mcap`.
+    pub out_dir: PathBuf,
+    /// The `gimbal-plant` binary.
+    pub plant_exe: PathBuf,
+    /// CPU for the plant (None: not pinned).
+    pub plant_cpu: Option<usize>,
+    /// Label of the stress applied meanwhile (the caller runs it).
+    pub stress: Option<String>,
+}
+
+impl DemoConfig {
+    /// Two seconds of the default script, seed 1, into `out_dir`; the plant binary next to
+    /// the running one; the plant on the last CPU.
+    pub fn new(out_dir: &Path) -> DemoConfig {
+        DemoConfig {
+            duration_s: 2.0,
+            steps: Steps::default_script(),
+            seed: 1,
+            out_dir: out_dir.to_path_buf(),
+            plant_exe: default_plant_exe(),
+            plant_cpu: preempt_io::sys::cpu::online_cpus()
+                .ok()
+                .and_then(|c| c.last().copied()),
+            stress: None,
+        }
+    }
+
+    /// Samples of the run.
+    pub fn samples(&self) -> u64 {
+        (self.duration_s / SAMPLE_S).round() as u64
+    }
+
+    /// Checks the values.
+    ///
+    /// # Errors
+    /// A message naming the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.duration_s >= 0.01 && self.duration_s <= 3600.0) {
+            return Err(format!(
+                "--duration {}: expected 0.01 to 3600 seconds",
+                self.duration_s
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `gimbal-plant` next to the running executable (or one directory up, for test binaries
+/// in `target/*/deps`).
+pub fn default_plant_exe() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    let here = dir.join("gimbal-plant");
+    if here.exists() {
+        return here;
+    }
+    dir.parent()
+        .map_or(here.clone(), |p| p.join("gimbal-plant"))
+}
+
+/// Where a run's files go.
+#[derive(Clone, Debug)]
+pub struct Outputs {
+    /// `DIR/gimbal.json`.
+    pub json: PathBuf,
+    /// `DIR/gimbal.mcap`.
+    pub mcap: PathBuf,
+}
+
+impl Outputs {
+    /// The paths in `dir`, which is created if needed.
+    ///
+    /// # Errors
+    /// The directory cannot be created.
+    pub fn prepare(dir: &Path) -> Result<Outputs, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("--out {}: cannot create the directory: {e}", dir.display()))?;
+        Ok(Outputs {
+            json: dir.join("gimbal.json"),
+            mcap: dir.join("gimbal.mcap"),
+        })
+    }
+}
+
+fn soft_mode() -> bool {
+    std::env::var(preempt::SOFT_ENV).is_ok_and(|v| v == "1")
+}
+
+/// Runs the demo. `stop` is the caller's Ctrl-C flag. Returns the data (also written to
+/// `gimbal.json` by [`write_json`]); an interrupted or failed run still returns its data,
+/// marked.
+///
+/// # Errors
+/// Bad configuration, an output file that cannot be created, the plant that cannot start,
+/// or a run that could not start at all (missing privileges: the app printed the fix).
+pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outputs), String> {
+    cfg.validate()?;
+    let out = Outputs::prepare(&cfg.out_dir)?;
+    let base_ns = clock::now_ns(ClockId::Realtime);
+    let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
+    std::fs::write(&out.json, b"{}\n")
+        .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
+    let samples = cfg.samples();
+    let soft = soft_mode();
+
+    let reference = crate::reference::run(cfg.seed, &cfg.steps, samples)?;
+    for r in &reference {
+        sink.reference(r).map_err(|e| e.to_string())?;
+    }
+
+    let plant_cfg = PlantConfig {
+        seed: cfg.seed,
+        cpu: cfg.plant_cpu,
+        priority: (!soft).then_some(PLANT_PRIORITY),
+        duration_ns: None,
+    };
+    let mut plant = PlantProcess::spawn(&cfg.plant_exe, &plant_cfg).map_err(|e| e.to_string())?;
+    plant
+        .wait_running(5_000_000_000)
+        .map_err(|e| e.to_string())?;
+    let fds = plant.dup_fds().map_err(|e| e.to_string())?;
+    let done_ring = plant.bus.done.try_clone().map_err(|e| e.to_string())?;
+    let plant = Arc::new(Mutex::new(plant));
+
+    let (tx, mut rx) = bridge::channel::<SampleRecord>(BRIDGE_CAPACITY);
+    let finished = Arc::new(AtomicBool::new(false));
+    let recorder = {
+        let finished = Arc::clone(&finished);
+        std::thread::Builder::new()
+            .name("gimbal-recorder".into())
+            .spawn(move || {
+                let mut records = Vec::with_capacity(usize::try_from(samples).unwrap_or(0));
+                let mut error = None;
+                let mut take = |r: SampleRecord, sink: &mut McapSink| {
+                    if error.is_none() {
+                        if let Err(e) = sink.state(&r) {
+                            error = Some(format!("writing the MCAP: {e}"));
+                        }
+                    }
+                    records.push(r);
+                };
+                loop {
+                    let deadline = clock::monotonic_now_ns() + 50_000_000;
+                    match rx.recv_until(deadline) {
+                        Ok(r) => take(r, &mut sink),
+                        Err(_) if finished.load(Ordering::Acquire) => break,
+                        Err(_) => {}
+                    }
+                }
+                while let Some(r) = rx.try_recv() {
+                    take(r, &mut sink);
+                }
+                (records, rx.overflows(), sink, error)
+            })
+            .map_err(|e| format!("cannot start the recorder thread: {e}"))?
+    };
+    let watchdog = {
+        let (finished, stop, plant) = (Arc::clone(&finished), Arc::clone(stop), Arc::clone(&plant));
+        std::thread::Builder::new()
+            .name("gimbal-watchdog".into())
+            .spawn(move || {
+                let mut next = clock::monotonic_now_ns();
+                while !finished.load(Ordering::Acquire) {
+                    if stop.load(Ordering::Relaxed) {
+                        app::STOP.store(true, Ordering::Relaxed);
+                    }
+                    let dead = plant
+                        .lock()
+                        .map(|mut p| !matches!(p.try_wait(), Ok(None)))
+                        .unwrap_or(true);
+                    if dead {
+                        app::PLANT_DEAD.store(true, Ordering::Release);
+                        // Release an exchange that waits for the dead plant's answer.
+                        let _ = done_ring.write(1);
+                        app::STOP.store(true, Ordering::Relaxed);
+                    }
+                    next += 20_000_000;
+                    let _ = clock::sleep_until_ns(ClockId::Monotonic, next);
+                }
+            })
+            .map_err(|e| format!("cannot start the watchdog thread: {e}"))?
+    };
+
+    let code = app::run(app::Setup {
+        fds,
+        steps: cfg.steps.clone(),
+        samples,
+        telemetry: tx,
+    });
+
+    finished.store(true, Ordering::Release);
+    let _ = watchdog.join();
+    let (records, lost, mut sink, write_error) = recorder
+        .join()
+        .map_err(|_| "the recorder thread panicked".to_string())?;
+    let (counters, plant_error) = {
+        let mut p = plant.lock().unwrap_or_else(|e| e.into_inner());
+        let c = p.counters();
+        (c, p.stop().err())
+    };
+    let stats = app::stats();
+    let stats_json = stats.to_json();
+    let last_k = records.last().map_or(0, |r| r.k);
+    let _ = sink.tasks(&stats_json, (last_k + 1) * SAMPLE_NS);
+    let counts = sink
+        .finish()
+        .map_err(|e| format!("finishing {}: {e}", out.mcap.display()))?;
+
+    if code == 1 && records.is_empty() {
+        let why = app::ERROR
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default()
+            .unwrap_or_else(|| {
+                "the controller could not start (see the message above: real-time privileges, or PREEMPT_SOFT=1)".into()
+            });
+        return Err(why);
+    }
+    let mut error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
+    if error.is_none() {
+        error = write_error;
+    }
+    if let Some(e) = plant_error {
+        error.get_or_insert(format!("stopping the plant: {e}"));
+    }
+    let interrupted = stop.load(Ordering::Relaxed) || code != 0 || error.is_some();
+    let expected = if interrupted {
+        records.last().map_or(0, |r| r.k + 1)
+    } else {
+        samples
+    };
+    let exchanged = records.len() as u64;
+    let cpu = result::cpu_per_sample(&records);
+    let cpu_mean = if cpu.is_empty() {
+        0.0
+    } else {
+        cpu.iter().sum::<u64>() as f64 / cpu.len() as f64
+    };
+    let data = GimbalData {
+        duration_s: cfg.duration_s,
+        steps: cfg.steps.to_string(),
+        seed: cfg.seed,
+        soft,
+        interrupted,
+        error,
+        stress: cfg.stress.clone(),
+        rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),
+        axes: result::axis_quality(&cfg.steps, &records, &reference),
+        samples: SampleCounts {
+            expected,
+            exchanged,
+            late_outputs: records.iter().filter(|r| r.late_output).count() as u64,
+            missed: expected.saturating_sub(exchanged),
+            refused_releases: app::REFUSED.load(Ordering::Relaxed),
+        },
+        telemetry: TelemetryCounts {
+            written: counts.state,
+            lost,
+            reference_written: counts.reference,
+        },
+        controller_cpu_per_sample_ns: TimeSummary::of(cpu.iter().copied()),
+        controller_cpu_pct: 100.0 * cpu_mean / SAMPLE_NS as f64,
+        exchange_ns: TimeSummary::of(records.iter().map(|r| r.exchange_ns)),
+        sample_lateness_ns: TimeSummary::of(records.iter().map(|r| r.lateness_ns)),
+        plant: counters,
+        tasks: serde_json::from_str(&stats_json).unwrap_or(serde_json::Value::Null),
+        series: result::series(&records, &reference),
+    };
+    write_json(&out.json, &data)?;
+    Ok((data, out))
+}
+
+/// The result file: `{schema_version, tool, kind: "demo_gimbal", complete, interrupted,
+/// soft, data}`.
+pub fn result_json(data: &GimbalData) -> serde_json::Value {
+    serde_json::json!({
+        "schema_version": 1,
+        "tool": {"name": "preempt-gimbal", "version": env!("CARGO_PKG_VERSION")},
+        "kind": "demo_gimbal",
+        "complete": !data.interrupted,
+        "interrupted": data.interrupted,
+        "soft": data.soft,
+        "data": data,
+    })
+}
+
+/// Writes [`result_json`] to `path`.
+///
+/// # Errors
+/// Write errors, naming the path.
+pub fn write_json(path: &Path, data: &GimbalData) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(&result_json(data)).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

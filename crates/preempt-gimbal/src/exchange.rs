@@ -1,0 +1,140 @@
+//! The controller's end of the SPI exchange, on preempt's RTIO layer: one transaction is
+//! one chain of four linked entries submitted at once, so the sample task makes one
+//! `io_uring_enter` per exchange and sleeps until the plant answers.
+//!
+//! ```text
+//!  write TX frame -> page[TX_OFF]   (chained, no completion)
+//!  write 1        -> doorbell       (chained, no completion)
+//!  read 8 bytes   <- done           (chained, no completion; waits for the plant)
+//!  read RX frame  <- page[RX_OFF]   (the one completion)
+//! ```
+//!
+//! A failing entry fails the rest of the chain with `-ECANCELED` and every error has its own
+//! completion (`rtio::context`), so [`Exchange::transfer`] sees any failure.
+//!
+//! The context must be created on the thread that submits (io_uring's `SINGLE_ISSUER`), so
+//! the app creates it in a task of the sample's priority, not in `init`.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use preempt_io::rtio::{BufferId, IodevId, Rtio, RtioConfig, Sqe};
+
+use crate::frame::{self, FRAME_LEN, Rx, Tx};
+
+/// The userdata of the chain's last entry.
+const DONE: u64 = 0x5350_4921; // "SPI!"
+
+/// An RTIO context set up for transactions with the plant.
+pub struct Exchange {
+    rtio: Rtio,
+    page: IodevId,
+    doorbell: IodevId,
+    done: IodevId,
+    tx: BufferId,
+    ack: BufferId,
+    rx: BufferId,
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange")
+            .field("backend", &self.rtio.backend().kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Exchange {
+    /// A context on (page, doorbell, done), as `PlantProcess::dup_fds` returns them.
+    ///
+    /// # Errors
+    /// io_uring/epoll set-up errors.
+    pub fn new([page, doorbell, done]: [OwnedFd; 3]) -> io::Result<Exchange> {
+        let mut rtio = Rtio::new(RtioConfig {
+            sq_size: 8,
+            cq_size: 8,
+            mempool_blocks: 0,
+            notify_eventfd: false,
+            ..RtioConfig::default()
+        })?;
+        let page = rtio.register_fd("gimbal-page", page)?;
+        let doorbell = rtio.register_fd("gimbal-doorbell", doorbell)?;
+        let done = rtio.register_fd("gimbal-done", done)?;
+        let buf = |r: &mut Rtio, n| r.alloc_buffer(n).map_err(io::Error::other);
+        let tx = buf(&mut rtio, FRAME_LEN)?;
+        let ack = buf(&mut rtio, 8)?;
+        let rx = buf(&mut rtio, FRAME_LEN)?;
+        Ok(Exchange {
+            rtio,
+            page,
+            doorbell,
+            done,
+            tx,
+            ack,
+            rx,
+        })
+    }
+
+    /// The backend in use (io_uring or epoll), for the report.
+    pub fn backend(&self) -> String {
+        format!("{:?}", self.rtio.backend().kind)
+    }
+
+    /// One transaction: sends `tx`, returns what the plant sent meanwhile.
+    ///
+    /// # Errors
+    /// Any entry's error (a closed descriptor, a short transfer).
+    pub fn transfer(&mut self, tx: &Tx) -> io::Result<Rx> {
+        let e = io::Error::other;
+        self.rtio
+            .buffer_mut(self.tx)
+            .map_err(e)?
+            .copy_from_slice(&tx.encode());
+        let len = FRAME_LEN as u32;
+        let r = &mut self.rtio;
+        r.prepare(
+            Sqe::write(self.page, self.tx, len)
+                .at(frame::TX_OFF as u64)
+                .chained()
+                .no_response(),
+        )
+        .map_err(e)?;
+        r.prepare(
+            Sqe::tiny_write(self.doorbell, &1_u64.to_ne_bytes())
+                .chained()
+                .no_response(),
+        )
+        .map_err(e)?;
+        r.prepare(Sqe::read(self.done, self.ack, 8).chained().no_response())
+            .map_err(e)?;
+        r.prepare(
+            Sqe::read(self.page, self.rx, len)
+                .at(frame::RX_OFF as u64)
+                .userdata(DONE),
+        )
+        .map_err(e)?;
+        r.submit(1)?;
+        let mut first_error = None;
+        loop {
+            let c = r.cqe_consume_block()?;
+            if c.result < 0 && first_error.is_none() {
+                first_error = Some(io::Error::from_raw_os_error(-c.result));
+            }
+            if c.userdata == DONE {
+                if let Some(err) = first_error {
+                    return Err(err);
+                }
+                if c.result != len as i32 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("short RX frame: {} of {FRAME_LEN} bytes", c.result),
+                    ));
+                }
+                break;
+            }
+        }
+        let mut b = [0_u8; FRAME_LEN];
+        b.copy_from_slice(self.rtio.buffer(self.rx).map_err(e)?);
+        Ok(Rx::decode(&b))
+    }
+}

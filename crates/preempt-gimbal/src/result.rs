@@ -1,0 +1,349 @@
+//! The demo's result (`kind: "demo_gimbal"`) and the control-quality figures it is made of.
+//!
+//! Errors are real angle minus reference angle, sample by sample (same sample number on
+//! the 10 kHz grid), over every sample the real run exchanged. Step figures follow the
+//! usual definitions: overshoot is the largest excursion past the target in percent of the
+//! step; settling time is the time after the step until the angle stays within 2 % of the
+//! step of the target (up to the axis's next step or the end of the run).
+//!
+//! ```
+//! use preempt_gimbal::result::step_figures;
+//! // A response that jumps to 1.1 and then settles to 1.0 after 3 samples.
+//! let y = [0.0, 0.0, 1.1, 1.05, 1.0, 1.0, 1.0];
+//! let f = step_figures(&y, 0.0, 1.0, 1).unwrap();
+//! assert!((f.overshoot_pct - 10.0).abs() < 1e-9);
+//! assert!((f.settling_ms - 0.3).abs() < 1e-9); // samples 2..4 are 100 µs apart
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use preempt_stats::histogram::Histogram;
+
+use crate::control::{AXES, SAMPLE_S, Steps};
+use crate::record::SampleRecord;
+use crate::spawn::PlantCounters;
+
+/// Settling band, fraction of the step.
+const SETTLING_BAND: f64 = 0.02;
+/// Samples of the down-sampled series in the result (every 10th sample: 1 kHz).
+pub const SERIES_EVERY: u64 = 10;
+
+/// One axis's control quality.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AxisQuality {
+    /// `pan` or `tilt`.
+    pub name: String,
+    /// Size of the axis's first scripted step, rad (0 without one).
+    pub step_rad: f64,
+    /// RMS of real − reference angle over the exchanged samples, rad.
+    pub rms_error_rad: f64,
+    /// Largest |real − reference|, rad.
+    pub max_error_rad: f64,
+    /// RMS error in percent of the step (`null` without a step).
+    pub rms_error_pct_of_step: Option<f64>,
+    /// Overshoot of the real response, % of the step.
+    pub overshoot_pct: Option<f64>,
+    /// Settling time (2 %) of the real response, ms.
+    pub settling_ms: Option<f64>,
+    /// The reference's overshoot, %.
+    pub reference_overshoot_pct: Option<f64>,
+    /// The reference's settling time, ms.
+    pub reference_settling_ms: Option<f64>,
+}
+
+/// Sample bookkeeping: `exchanged + missed == expected`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleCounts {
+    /// Samples the run should have had (10 kHz × its duration, up to where it stopped).
+    pub expected: u64,
+    /// Samples that exchanged with the plant.
+    pub exchanged: u64,
+    /// Samples that sent a stale voltage (the controllers had not answered the previous one).
+    pub late_outputs: u64,
+    /// Releases skipped (`sample` started too late: on_miss = Skip).
+    pub missed: u64,
+    /// Controller releases refused (the previous job still queued).
+    pub refused_releases: u64,
+}
+
+/// Telemetry bookkeeping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TelemetryCounts {
+    /// Samples written to `/gimbal/state`.
+    pub written: u64,
+    /// Samples the bridge refused (its ring was full): lost.
+    pub lost: u64,
+    /// Reference samples written to `/gimbal/reference`.
+    pub reference_written: u64,
+}
+
+/// Percentiles of a per-sample time, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeSummary {
+    /// Values.
+    pub count: u64,
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl TimeSummary {
+    /// From values (ns).
+    pub fn of(values: impl Iterator<Item = u64>) -> TimeSummary {
+        let h: Histogram = Histogram::new();
+        for v in values {
+            h.record(v);
+        }
+        if h.count() == 0 {
+            return TimeSummary::default();
+        }
+        let p = h.percentiles();
+        TimeSummary {
+            count: h.count(),
+            p50: p.p50_ns,
+            p99: p.p99_ns,
+            max: h.max().unwrap_or(0),
+        }
+    }
+}
+
+/// Down-sampled trajectories (1 kHz) for plots: real and reference angle per axis.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Time of each point, ms.
+    pub t_ms: Vec<f64>,
+    /// Real angles, `[pan, tilt]` per point, rad (`null` where the sample was missed).
+    pub real_rad: Vec<[Option<f64>; 2]>,
+    /// Reference angles, rad.
+    pub reference_rad: Vec<[f64; 2]>,
+    /// Setpoints, rad.
+    pub setpoint_rad: Vec<[f64; 2]>,
+}
+
+/// `data` of a `demo_gimbal` result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GimbalData {
+    /// Run length asked for, s.
+    pub duration_s: f64,
+    /// The setpoint script.
+    pub steps: String,
+    /// Sensor noise seed (shared with the reference).
+    pub seed: u64,
+    /// `PREEMPT_SOFT=1`: SCHED_OTHER, no real-time guarantees: figures are not representative.
+    pub soft: bool,
+    /// Stopped early (Ctrl-C, SIGTERM, the plant died): figures cover what ran.
+    pub interrupted: bool,
+    /// Why the run stopped early, if it did.
+    pub error: Option<String>,
+    /// Stress applied during the run (`null`: idle).
+    pub stress: Option<String>,
+    /// The RTIO backend of the exchange.
+    pub rtio_backend: String,
+    /// Per axis.
+    pub axes: Vec<AxisQuality>,
+    /// Sample bookkeeping.
+    pub samples: SampleCounts,
+    /// Telemetry bookkeeping.
+    pub telemetry: TelemetryCounts,
+    /// `sample` (exchange excluded) + the controllers it released, per sample, ns.
+    pub controller_cpu_per_sample_ns: TimeSummary,
+    /// Share of one CPU the controller used at 10 kHz (mean CPU per sample / 100 µs), %.
+    pub controller_cpu_pct: f64,
+    /// The exchange's wall time per sample, ns.
+    pub exchange_ns: TimeSummary,
+    /// `sample`'s start − its release, ns.
+    pub sample_lateness_ns: TimeSummary,
+    /// The plant process.
+    pub plant: PlantCounters,
+    /// The controller app's accounting (`preempt::AppStats` as JSON).
+    pub tasks: serde_json::Value,
+    /// 1 kHz trajectories.
+    pub series: Series,
+}
+
+/// Step figures of one response.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepFigures {
+    /// Overshoot, % of the step.
+    pub overshoot_pct: f64,
+    /// Settling time, ms (the whole window if it never settles).
+    pub settling_ms: f64,
+}
+
+/// Step figures of `y` (one value per sample, the window from the step on) for a step
+/// from `from` to `to` at index `at`.
+pub fn step_figures(y: &[f64], from: f64, to: f64, at: usize) -> Option<StepFigures> {
+    let size = to - from;
+    if size == 0.0 || at >= y.len() {
+        return None;
+    }
+    let window = &y[at..];
+    let past = window
+        .iter()
+        .map(|v| (v - to) * size.signum())
+        .fold(0.0_f64, f64::max);
+    let band = SETTLING_BAND * size.abs();
+    let last_out = window.iter().rposition(|v| (v - to).abs() > band);
+    let settled_at = last_out.map_or(0, |i| i + 1);
+    Some(StepFigures {
+        overshoot_pct: 100.0 * past / size.abs(),
+        settling_ms: settled_at as f64 * SAMPLE_S * 1e3,
+    })
+}
+
+/// The window of `axis`'s first step: (from, to, first sample, end sample exclusive).
+fn step_window(steps: &Steps, axis: usize, samples: u64) -> Option<(f64, f64, u64, u64)> {
+    let (from, to, at) = steps.first_step(axis)?;
+    let end = steps
+        .0
+        .iter()
+        .filter(|s| s.axis == axis && s.at_sample > at)
+        .map(|s| s.at_sample)
+        .min()
+        .unwrap_or(samples)
+        .min(samples);
+    (at < end).then_some((from, to, at, end))
+}
+
+/// Angle per sample number (`None` where the run has no sample).
+fn by_sample(records: &[SampleRecord], n: u64, axis: usize) -> Vec<Option<f64>> {
+    let mut v = vec![None; usize::try_from(n).unwrap_or(0)];
+    for r in records {
+        if let Some(slot) = usize::try_from(r.k).ok().and_then(|k| v.get_mut(k)) {
+            *slot = Some(r.angle[axis]);
+        }
+    }
+    v
+}
+
+/// The per-axis quality of `real` against `reference` (indexed by sample number).
+pub fn axis_quality(
+    steps: &Steps,
+    real: &[SampleRecord],
+    reference: &[SampleRecord],
+) -> Vec<AxisQuality> {
+    let n = reference.len() as u64;
+    (0..2)
+        .map(|a| {
+            let real_a = by_sample(real, n, a);
+            let ref_a: Vec<f64> = reference.iter().map(|r| r.angle[a]).collect();
+            let (mut sq, mut max, mut count) = (0.0, 0.0_f64, 0_u64);
+            for (r, e) in real_a.iter().zip(&ref_a) {
+                if let Some(r) = r {
+                    let d = r - e;
+                    sq += d * d;
+                    max = max.max(d.abs());
+                    count += 1;
+                }
+            }
+            let rms = if count > 0 {
+                (sq / count as f64).sqrt()
+            } else {
+                0.0
+            };
+            let mut q = AxisQuality {
+                name: AXES[a].to_string(),
+                rms_error_rad: rms,
+                max_error_rad: max,
+                ..AxisQuality::default()
+            };
+            if let Some((from, to, at, end)) = step_window(steps, a, n) {
+                let (at_i, end_i) = (at as usize, end as usize);
+                q.step_rad = to - from;
+                q.rms_error_pct_of_step = Some(100.0 * rms / (to - from).abs());
+                // A missed real sample takes the previous value (a zero-order hold).
+                let mut held = Vec::with_capacity(end_i - at_i);
+                let mut last = real_a
+                    .get(at_i.saturating_sub(1))
+                    .copied()
+                    .flatten()
+                    .unwrap_or(from);
+                for v in &real_a[at_i..end_i] {
+                    last = v.unwrap_or(last);
+                    held.push(last);
+                }
+                if let Some(f) = step_figures(&held, from, to, 0) {
+                    q.overshoot_pct = Some(f.overshoot_pct);
+                    q.settling_ms = Some(f.settling_ms);
+                }
+                if let Some(f) = step_figures(&ref_a[at_i..end_i], from, to, 0) {
+                    q.reference_overshoot_pct = Some(f.overshoot_pct);
+                    q.reference_settling_ms = Some(f.settling_ms);
+                }
+            }
+            q
+        })
+        .collect()
+}
+
+/// The 1 kHz series of real and reference angles.
+pub fn series(real: &[SampleRecord], reference: &[SampleRecord]) -> Series {
+    let n = reference.len() as u64;
+    let (pan, tilt) = (by_sample(real, n, 0), by_sample(real, n, 1));
+    let mut s = Series::default();
+    for r in reference.iter().filter(|r| r.k % SERIES_EVERY == 0) {
+        let k = r.k as usize;
+        s.t_ms.push(r.k as f64 * SAMPLE_S * 1e3);
+        s.real_rad.push([pan[k], tilt[k]]);
+        s.reference_rad.push(r.angle);
+        s.setpoint_rad.push(r.setpoint);
+    }
+    s
+}
+
+/// CPU per sample: each sample's own time plus its controllers' (reported by the next
+/// sample's record).
+pub fn cpu_per_sample(real: &[SampleRecord]) -> Vec<u64> {
+    real.windows(2)
+        .filter(|w| w[1].k == w[0].k + 1)
+        .map(|w| w[0].sample_ns + w[1].controllers_prev_ns)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(k: u64, pan: f64) -> SampleRecord {
+        SampleRecord {
+            k,
+            angle: [pan, 0.0],
+            ..SampleRecord::default()
+        }
+    }
+
+    #[test]
+    fn errors_against_the_reference_skip_missed_samples() {
+        let steps: Steps = "pan=1@0.0001s".parse().unwrap();
+        let reference: Vec<_> = (0..6)
+            .map(|k| rec(k, if k >= 1 { 1.0 } else { 0.0 }))
+            .collect();
+        let mut real: Vec<_> = (0..6)
+            .map(|k| rec(k, if k >= 2 { 1.0 } else { 0.0 }))
+            .collect();
+        real.remove(4); // missed
+        let q = axis_quality(&steps, &real, &reference);
+        assert_eq!(q[0].max_error_rad, 1.0);
+        assert!((q[0].rms_error_rad - (1.0_f64 / 5.0).sqrt()).abs() < 1e-12);
+        assert_eq!(q[0].step_rad, 1.0);
+        assert_eq!(q[0].reference_settling_ms, Some(0.0));
+        assert!((q[0].settling_ms.unwrap() - 0.1).abs() < 1e-12);
+        assert_eq!(q[1].step_rad, 0.0);
+        assert_eq!(q[1].overshoot_pct, None);
+    }
+
+    #[test]
+    fn cpu_pairs_consecutive_samples_only() {
+        let mut a = rec(0, 0.0);
+        a.sample_ns = 10;
+        let mut b = rec(1, 0.0);
+        b.sample_ns = 20;
+        b.controllers_prev_ns = 5;
+        let mut c = rec(3, 0.0);
+        c.controllers_prev_ns = 7;
+        assert_eq!(cpu_per_sample(&[a, b, c]), vec![15]);
+    }
+}

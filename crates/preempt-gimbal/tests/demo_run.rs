@@ -1,0 +1,174 @@
+//! A short demo run end to end: the plant process, the controller app, the MCAP read back
+//! by an independent reader (the Python `mcap` package, `pip install mcap`), the JSON's
+//! bookkeeping, and the plant dying mid-run.
+//!
+//! Without real-time privileges the run uses `PREEMPT_SOFT=1` (and says so); with
+//! `PREEMPT_REQUIRE_PRIVILEGED=1` missing privileges fail the test instead.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use preempt_io::sys::{caps, limits};
+
+fn privileged() -> bool {
+    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
+        || limits::rtprio().is_ok_and(|l| l.allows(95));
+    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
+        || limits::memlock().is_ok_and(|l| l.soft.is_none());
+    nice && lock
+}
+
+fn demo(out: &Path, duration: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gimbal-demo"));
+    cmd.args(["--duration", duration, "--out"]).arg(out);
+    if !privileged() {
+        assert!(
+            std::env::var("PREEMPT_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
+            "PREEMPT_REQUIRE_PRIVILEGED=1 but this process lacks CAP_SYS_NICE/RLIMIT_RTPRIO 95 \
+             or CAP_IPC_LOCK/RLIMIT_MEMLOCK: run as root or grant them"
+        );
+        eprintln!(
+            "note: no real-time privileges here; running the gimbal demo with PREEMPT_SOFT=1"
+        );
+        cmd.env("PREEMPT_SOFT", "1");
+    }
+    cmd
+}
+
+/// Runs `cmd`; `kill_plant_after` its plant child started, kills it.
+fn run(mut cmd: Command, kill_plant_after: Option<Duration>) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    let mut plant_seen: Option<Instant> = None;
+    let mut killed = false;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if let Some(after) = kill_plant_after {
+            if !killed {
+                let children =
+                    std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+                        .unwrap_or_default();
+                for pid in children.split_whitespace() {
+                    let comm =
+                        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                    if comm.trim() == "gimbal-plant"
+                        && plant_seen.get_or_insert_with(Instant::now).elapsed() > after
+                    {
+                        let pid: u32 = pid.parse().unwrap();
+                        preempt_io::sys::process::kill(pid).unwrap();
+                        killed = true;
+                    }
+                }
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "the demo hangs");
+        std::thread::yield_now();
+    }
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Message counts per topic, read by the Python `mcap` package.
+fn mcap_counts(path: &Path) -> serde_json::Value {
+    let script = r#"
+import json, sys
+from mcap.reader import make_reader
+counts = {}
+with open(sys.argv[1], "rb") as f:
+    reader = make_reader(f)
+    summary = reader.get_summary()
+    schemas = {s.name: s.encoding for s in summary.schemas.values()}
+    for schema, channel, message in reader.iter_messages():
+        counts[channel.topic] = counts.get(channel.topic, 0) + 1
+        if channel.topic == "/gimbal/state" and counts[channel.topic] == 1:
+            first = json.loads(message.data)
+print(json.dumps({"counts": counts, "schemas": schemas, "first": first,
+                  "stats_count": summary.statistics.message_count}))
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(path)
+        .output()
+        .expect("python3 is needed to read the MCAP back");
+    assert!(
+        out.status.success(),
+        "reading {} with the Python mcap package failed (pip install mcap): {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn demo_runs_records_everything_and_survives_a_dying_plant() {
+    let dir = std::env::temp_dir().join(format!("gimbal-demo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // 1. A 1.5 s run with the default script (pan steps at 0.2 s).
+    let ok = dir.join("ok");
+    let out = run(demo(&ok, "1.5"), None);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "demo failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&ok.join("gimbal.json"));
+    assert_eq!(r["kind"], "demo_gimbal");
+    let d = &r["data"];
+    assert_eq!(d["interrupted"], false);
+    let s = &d["samples"];
+    let (expected, exchanged, missed) = (
+        s["expected"].as_u64().unwrap(),
+        s["exchanged"].as_u64().unwrap(),
+        s["missed"].as_u64().unwrap(),
+    );
+    assert_eq!(expected, 15_000);
+    assert_eq!(exchanged + missed, expected);
+    assert!(exchanged > expected / 2, "most samples exchange: {s}");
+    assert_eq!(d["telemetry"]["lost"], 0);
+    assert_eq!(d["telemetry"]["written"].as_u64(), Some(exchanged));
+    let axes = d["axes"].as_array().unwrap();
+    assert_eq!(axes.len(), 2);
+    assert_eq!(axes[0]["name"], "pan");
+    assert_eq!(axes[0]["step_rad"], 0.5);
+    // Control works: far below the step (the 1 % target is measured in docs/PERFORMANCE.md
+    // on a quiet machine; a loaded CI runner must not fail on it).
+    let pan_rms = axes[0]["rms_error_rad"].as_f64().unwrap();
+    assert!(pan_rms < 0.05, "pan RMS error vs reference {pan_rms} rad");
+    assert!(d["controller_cpu_per_sample_ns"]["p99"].as_u64().unwrap() > 0);
+    assert!(d["plant"]["steps"].as_u64().unwrap() >= 4 * exchanged);
+    assert_eq!(d["soft"].as_bool().unwrap(), !privileged());
+
+    // The MCAP, read back independently, has the channels and counts the JSON claims.
+    let m = mcap_counts(&ok.join("gimbal.mcap"));
+    assert_eq!(m["counts"]["/gimbal/state"].as_u64(), Some(exchanged));
+    assert_eq!(m["counts"]["/gimbal/reference"].as_u64(), Some(expected));
+    assert_eq!(m["counts"]["/gimbal/tasks"].as_u64(), Some(1));
+    assert_eq!(m["schemas"]["preempt.gimbal.State"], "jsonschema");
+    assert!(m["first"]["pan"]["angle_rad"].is_number());
+    assert_eq!(m["stats_count"].as_u64(), Some(exchanged + expected + 1));
+
+    // 2. The plant dies mid-run: a clear error, the files kept and marked.
+    let dead = dir.join("dead");
+    let out = run(demo(&dead, "6"), Some(Duration::from_millis(2500)));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the plant process died"), "{stderr}");
+    let r = json(&dead.join("gimbal.json"));
+    assert_eq!(r["interrupted"], true);
+    assert_eq!(r["complete"], false);
+    let got = r["data"]["telemetry"]["written"].as_u64().unwrap();
+    assert!(got > 0 && got < 50_000, "{got}");
+    let m = mcap_counts(&dead.join("gimbal.mcap"));
+    assert_eq!(m["counts"]["/gimbal/state"].as_u64(), Some(got));
+
+    std::fs::remove_dir_all(&dir).unwrap();
+}
