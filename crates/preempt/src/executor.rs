@@ -87,6 +87,7 @@ use preempt_sync::futex::{self, Wait};
 use preempt_sync::queue::MpscQueue;
 use preempt_sync::timed::TimerQueue;
 
+pub use crate::level::{Executable, IdlePolicy, LoopControl};
 use crate::mono::{self, DelayList};
 use crate::periodic::{self, OnMiss};
 use crate::sim::{self, TraceEvent};
@@ -127,25 +128,6 @@ pub trait Message: Send + 'static {
     fn dispatch(self) -> Dispatched;
     /// Runs the periodic or hardware task with index `task` (they have no messages).
     fn run_unit(task: usize) -> Dispatched;
-}
-
-/// What an executor does when it has nothing to run.
-///
-/// Measured wake-up latency (spawn on CPU 0 -> start on CPU 1, 2-vCPU VM, Linux 6.18
-/// PREEMPT_NONE; `cargo bench -p preempt --bench tasks`): `Sleep` p50 14.6 µs, `Spin` p50
-/// 1.0 µs, `SpinThenSleep` within its window p50 1.1 µs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IdlePolicy {
-    /// Sleep in the kernel (futex or epoll) until the next event: no CPU use when idle;
-    /// wake-up latency = the kernel's (a few µs).
-    Sleep,
-    /// Never sleep: look at the queues again at once. Wake-up latency = one loop iteration
-    /// (sub-µs), at the price of a whole CPU; for isolated cores only.
-    Spin,
-    /// Spin for this many ns after the last job, then sleep: fast response to bursts, no
-    /// CPU burnt in long idle periods.
-    SpinThenSleep(u64),
 }
 
 /// A message with its release time.
@@ -317,23 +299,6 @@ struct FdSet {
     events: [EpollEvent; 16],
 }
 
-/// What the application tells an executor loop.
-#[doc(hidden)]
-pub struct LoopControl<'a> {
-    /// Set when the application stops.
-    pub stop: &'a AtomicBool,
-    /// Called with the task's name, its priority and the panic message when a task panics;
-    /// returns `true` to keep going.
-    pub on_panic: &'a (dyn Fn(&'static str, u8, &str) -> bool + Sync),
-    /// Called with a description when a task with `on_miss = Fault` misses a deadline; the
-    /// app stops.
-    pub on_fault: &'a (dyn Fn(&str) + Sync),
-    /// The common first release of every periodic task.
-    pub epoch_ns: u64,
-    /// What the level does when idle.
-    pub idle: IdlePolicy,
-}
-
 /// The shortest time between two page-fault samples of a level: 10 ms, so that a 1 kHz loop
 /// pays one `getrusage` (≈ 0.5 µs measured here) per 10 activations.
 pub const FAULT_SAMPLE_INTERVAL_NS: u64 = 10_000_000;
@@ -347,30 +312,6 @@ struct Faults {
     last_major: Cell<u64>,
     /// When the last sample was taken.
     sampled_at_ns: Cell<u64>,
-}
-
-/// An executor as the application start-up, the simulator and the statistics see it.
-#[doc(hidden)]
-pub trait Executable: Sync {
-    /// The SCHED_FIFO priority of the level.
-    fn priority(&self) -> u8;
-    /// The level's tasks.
-    fn tasks(&self) -> &'static [TaskControl];
-    /// Runs the loop on the calling thread until `control.stop` is set (or a task panics
-    /// and `on_panic` says to stop).
-    fn run_loop(&'static self, control: &LoopControl<'_>);
-    /// Wakes the executor thread if it sleeps (used to deliver a stop request).
-    fn wake(&self);
-    /// Page faults taken by the level's thread (minor, major).
-    fn faults(&self) -> (u64, u64);
-    /// Simulator: claims the executor for the calling thread and sets the periodic grid.
-    fn sim_start(&'static self, epoch_ns: u64);
-    /// Simulator: polls the fds without sleeping and runs up to `budget` jobs; returns
-    /// (progress made, keep going).
-    fn sim_round(&'static self, control: &LoopControl<'_>, budget: usize) -> (usize, bool);
-    /// Simulator: the earliest time-triggered event (timed message, periodic release,
-    /// delay).
-    fn sim_next_event_ns(&'static self) -> Option<u64>;
 }
 
 thread_local! {

@@ -139,11 +139,16 @@
 #[cfg(not(loom))]
 pub mod async_task;
 pub mod bridge;
+#[cfg(not(loom))]
+mod config;
 #[cfg(all(not(loom), feature = "critical-section-impl"))]
 pub mod critical_section;
 #[cfg(not(loom))]
 pub mod executor;
+#[cfg(not(loom))]
 pub mod explain;
+#[cfg(not(loom))]
+mod level;
 mod loom;
 #[cfg(not(loom))]
 pub mod mono;

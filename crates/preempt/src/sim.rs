@@ -54,7 +54,7 @@ use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::executor::{Executable, LoopControl};
+use crate::level::{Executable, LoopControl};
 use crate::time::Instant;
 use crate::time::driver::{self, Driver, MOCK};
 

@@ -40,9 +40,9 @@ use std::fmt;
 use preempt_stats::rta::{self, Report, RtaError};
 use preempt_stats::task_stats::{SummaryTable, TaskSnapshot};
 
-use crate::executor::IdlePolicy;
+use crate::config::AppConfig;
+use crate::level::IdlePolicy;
 use crate::periodic::OnMiss;
-use crate::runtime::AppConfig;
 use crate::task::TaskKind;
 
 /// How the app's executors were scheduled when the snapshot was taken.
