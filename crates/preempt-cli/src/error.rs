@@ -12,7 +12,11 @@
 //! | 3    | missing privilege (SCHED_FIFO/DEADLINE refused, tracefs not writable) |
 //! | 4    | `preempt check` found at least one `fail` item |
 //! | 5    | `preempt compare --baseline` found a figure worse than `--max-ratio` allows |
-//! | 130  | interrupted by Ctrl-C (results measured so far were still written) |
+//! | 130  | interrupted by Ctrl-C, SIGINT (results measured so far were still written, marked `interrupted`) |
+//! | 143  | stopped by SIGTERM (as 130: results so far written and marked) |
+//!
+//! This table, [`EXIT_CODES_HELP`] (printed by `--help`) and the constants below are the one
+//! place the codes are defined; every subcommand returns these constants.
 //!
 //! ```
 //! use preempt_cli::error::{exit_code_of, UsageError};
@@ -22,6 +26,8 @@
 
 use std::fmt;
 use std::io;
+
+use preempt_io::sys::sched::Policy;
 
 /// Exit code: success.
 pub const EXIT_OK: u8 = 0;
@@ -33,8 +39,22 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_PRIVILEGE: u8 = 3;
 /// Exit code: `check` found a failing item.
 pub const EXIT_CHECK_FAILED: u8 = 4;
-/// Exit code: interrupted by SIGINT/SIGTERM after writing partial results.
+/// Exit code: compare found a regression beyond `--max-ratio`.
+pub const EXIT_REGRESSION: u8 = 5;
+/// Exit code: interrupted by SIGINT (Ctrl-C) after writing partial results (128 + 2).
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code: stopped by SIGTERM after writing partial results (128 + 15).
+pub const EXIT_TERMINATED: u8 = 143;
+
+/// The exit code of a run stopped by signal `sig`: 143 for SIGTERM, 130 for anything else.
+pub fn exit_code_for_signal(sig: i32) -> u8 {
+    if sig == 15 {
+        // SIGTERM on every Linux architecture (asm-generic/signal.h).
+        EXIT_TERMINATED
+    } else {
+        EXIT_INTERRUPTED
+    }
+}
 
 /// The exit-code table for `--help`.
 pub const EXIT_CODES_HELP: &str = "Exit codes:\n  0    success (also when stdout is a closed pipe)\n  \
@@ -42,7 +62,8 @@ pub const EXIT_CODES_HELP: &str = "Exit codes:\n  0    success (also when stdout
 3    missing privilege (real-time policy refused, tracefs not writable)\n  \
 4    `preempt check` found a failing item\n  \
 5    `preempt compare` found a regression beyond --max-ratio\n  \
-130  interrupted by Ctrl-C (results measured so far were written)";
+130  interrupted by Ctrl-C (results measured so far were written, marked interrupted)\n  \
+143  stopped by SIGTERM (likewise)";
 
 /// Bad command-line input: a value out of range or an impossible combination.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,14 +113,37 @@ pub fn exit_code_of(err: &anyhow::Error) -> u8 {
     }
 }
 
-/// Turns a "permission denied" from setting a policy into a [`PrivilegeError`] naming the
-/// fix; other errors pass through with context.
-pub fn policy_error(err: io::Error, what: &str) -> anyhow::Error {
+/// What grants `policy` to an unprivileged process, per the kernel's rules
+/// (`sched_setscheduler(2)`, `sched(7)`, `setpriority(2)`): SCHED_FIFO/RR up to priority P need
+/// RLIMIT_RTPRIO >= P or CAP_SYS_NICE; SCHED_DEADLINE needs CAP_SYS_NICE (no limit grants it);
+/// a negative nice N needs CAP_SYS_NICE or RLIMIT_NICE >= 20 - N.
+pub fn privilege_hint(policy: &Policy) -> String {
+    const SETCAP: &str = "run as root or grant CAP_SYS_NICE (sudo setcap cap_sys_nice,cap_ipc_lock+ep $(which preempt))";
+    match policy {
+        Policy::Fifo { priority } | Policy::RoundRobin { priority } => format!(
+            "{SETCAP}, or raise RLIMIT_RTPRIO to at least {priority} (ulimit -r {priority}, or \
+             `<user> - rtprio {priority}` in /etc/security/limits.conf)"
+        ),
+        Policy::Deadline { .. } => {
+            format!("SCHED_DEADLINE needs CAP_SYS_NICE (RLIMIT_RTPRIO does not grant it): {SETCAP}")
+        }
+        Policy::Other { nice } | Policy::Batch { nice } if *nice < 0 => format!(
+            "nice {nice} needs CAP_SYS_NICE or RLIMIT_NICE >= {} (ulimit -e {}): {SETCAP}",
+            20 - nice,
+            20 - nice
+        ),
+        _ => SETCAP.to_string(),
+    }
+}
+
+/// Turns a "permission denied" from setting `policy` (shown as `what`) into a
+/// [`PrivilegeError`] naming the exact capability or limit ([`privilege_hint`]); other errors
+/// pass through with context.
+pub fn policy_error(err: io::Error, policy: &Policy, what: &str) -> anyhow::Error {
     if err.kind() == io::ErrorKind::PermissionDenied {
         anyhow::Error::new(PrivilegeError(format!(
-            "cannot set {what}: permission denied; run as root, grant CAP_SYS_NICE \
-             (setcap cap_sys_nice,cap_ipc_lock+ep $(which preempt)), or raise RLIMIT_RTPRIO \
-             (ulimit -r 99)"
+            "cannot set {what}: permission denied; {}",
+            privilege_hint(policy)
         )))
     } else if err.raw_os_error() == Some(libc_ebusy()) {
         anyhow::anyhow!(

@@ -13,8 +13,10 @@
 //! 4. engines: [`check`], [`measure`] (`latency`, `matrix`, `wakeup`), [`micro`], [`rtio`];
 //! 5. [`history`]: the SQLite store of runs;
 //! 6. presentation: [`report`] (HTML, plots, one section per kind), then [`compare`];
-//! 7. [`cli`]: every clap struct and every raw-args → config conversion;
-//! 8. [`app`]: one file per subcommand, dispatched by [`app::run`] (called by `main`).
+//! 7. [`session`]: the one run session of every measuring subcommand (outputs checked before
+//!    measuring, system info, warnings, result file, fallback, history);
+//! 8. [`cli`]: every clap struct and every raw-args → config conversion;
+//! 9. [`app`]: one file per subcommand, dispatched by [`app::run`] (called by `main`).
 //!
 //! All system calls go through `preempt_io::sys`.
 
@@ -33,6 +35,7 @@ pub mod progress;
 pub mod report;
 pub mod results;
 pub mod rtio;
+pub mod session;
 pub mod stats;
 pub mod stress;
 pub mod sysinfo;

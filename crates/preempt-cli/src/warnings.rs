@@ -24,6 +24,16 @@ pub enum Warning {
         /// Policy name.
         policy: String,
     },
+    /// The real-time policy the run asked for was refused for lack of privilege; the run fell
+    /// back to SCHED_OTHER (the command exits 3 after writing what it measured).
+    RealTimeRefused {
+        /// What was asked for, e.g. `SCHED_FIFO 80`.
+        requested: String,
+        /// The kernel's answer.
+        error: String,
+        /// The capability or limit that grants it ([`crate::error::privilege_hint`]).
+        grant: String,
+    },
     /// `mlockall` failed: page faults may add milliseconds to a sample.
     MlockFailed {
         /// The error.
@@ -86,6 +96,7 @@ impl Warning {
     pub fn code(&self) -> &'static str {
         match self {
             Self::NotRealTimePolicy { .. } => "not-real-time-policy",
+            Self::RealTimeRefused { .. } => "real-time-refused",
             Self::MlockFailed { .. } => "mlock-failed",
             Self::MlockDisabled => "mlock-disabled",
             Self::NotPreemptRt { .. } => "not-preempt-rt",
@@ -108,6 +119,7 @@ impl Warning {
             Self::NotRealTimePolicy { .. } => {
                 "use --policy fifo (or rr/deadline) to measure what a real-time thread sees".into()
             }
+            Self::RealTimeRefused { grant, .. } => grant.clone(),
             Self::MlockFailed { .. } => "run as root, grant CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK \
                  (ulimit -l unlimited / 'memlock' in /etc/security/limits.conf)"
                 .into(),
@@ -174,6 +186,12 @@ impl fmt::Display for Warning {
                     "measuring threads run under {policy}, not a real-time policy"
                 )
             }
+            Self::RealTimeRefused {
+                requested, error, ..
+            } => write!(
+                f,
+                "{requested} was refused ({error}): measured under SCHED_OTHER instead"
+            ),
             Self::MlockFailed { error } => write!(
                 f,
                 "mlockall failed ({error}): page faults may distort samples"

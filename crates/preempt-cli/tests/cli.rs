@@ -16,6 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_preempt");
 
 fn preempt() -> Command {
     let mut c = Command::new(BIN);
+    c.env("PREEMPT_HISTORY", support::test_history());
     c.env_remove("RUST_BACKTRACE");
     c
 }
@@ -105,7 +106,8 @@ fn check_prints_every_item_and_exit_code_follows_failures() {
 #[test]
 fn closed_stdout_exits_zero() {
     let mut child = StdCommand::new(BIN)
-        .arg("check")
+        .env("PREEMPT_HISTORY", support::test_history())
+        .args(["check", "--no-history"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -308,6 +310,7 @@ fn unprivileged_real_time_is_a_privilege_error() {
     }
     // Run as `nobody` with RLIMIT_RTPRIO 0: SCHED_FIFO must be refused with the fix named.
     let out = StdCommand::new(BIN)
+        .env("PREEMPT_HISTORY", support::test_history())
         .args(["latency", "--loops", "10", "--no-mlock", "--no-dma-latency"])
         .uid(65534)
         .gid(65534)
@@ -381,6 +384,7 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
 
     // Ctrl-C: results so far are written, exit 130.
     let mut child = StdCommand::new(BIN)
+        .env("PREEMPT_HISTORY", support::test_history())
         .args([
             "latency",
             "--duration",
@@ -429,6 +433,7 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
 
     // SIGKILL: no cleanup code runs in preempt; PR_SET_PDEATHSIG must take the worker down.
     let mut child = StdCommand::new(BIN)
+        .env("PREEMPT_HISTORY", support::test_history())
         .args([
             "latency",
             "--duration",

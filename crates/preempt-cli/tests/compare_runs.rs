@@ -12,6 +12,7 @@ use preempt_cli::report::sample;
 
 fn args(runs: &[&str], db: &Path) -> CompareArgs {
     CompareArgs {
+        allow_partial: false,
         runs: runs.iter().map(|s| s.to_string()).collect(),
         baseline: None,
         max_ratio: vec![],

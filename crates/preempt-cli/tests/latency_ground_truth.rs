@@ -46,6 +46,7 @@ fn injected_delays_show_up_in_the_right_cycles_with_the_right_size() {
     let trace = dir.path().join("trace.csv");
     let json = dir.path().join("r.json");
     let mut child = Command::new(BIN)
+        .env("PREEMPT_HISTORY", support::test_history())
         .args([
             "latency",
             "--priority",

@@ -19,6 +19,7 @@ fn is_root() -> bool {
 
 fn latency(dir: &Path, name: &str) {
     let mut cmd = Command::cargo_bin("preempt").unwrap();
+    cmd.env("PREEMPT_HISTORY", support::test_history());
     cmd.args([
         "latency",
         "-D",
@@ -46,6 +47,7 @@ fn report_of_real_latency_check_and_micro_files() {
     latency(d.path(), "latency");
     Command::cargo_bin("preempt")
         .unwrap()
+        .env("PREEMPT_HISTORY", support::test_history())
         .args(["check", "--export-json"])
         .arg(d.path().join("check.json"))
         .assert()

@@ -18,10 +18,13 @@ use preempt_cli::results::input::{self, Loaded};
 use preempt_cli::results::rtio::RtioBenchResult;
 use preempt_cli::results::{ResultFile, RunResult};
 
+mod support;
+
 const BIN: &str = env!("CARGO_BIN_EXE_preempt");
 
 fn preempt() -> Command {
     let mut c = Command::new(BIN);
+    c.env("PREEMPT_HISTORY", support::test_history());
     c.env_remove("RUST_BACKTRACE");
     c
 }
@@ -192,6 +195,7 @@ fn ctrl_c_keeps_the_finished_cells_of_the_running_group() {
     // foreground job does, and the SIGINT goes to the whole group, as a terminal's Ctrl-C
     // does: it must not reach the simulator (which has a process group of its own).
     let mut child = StdCommand::new(BIN)
+        .env("PREEMPT_HISTORY", support::test_history())
         .args([
             "rtio-bench",
             "--odr",

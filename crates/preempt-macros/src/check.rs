@@ -247,6 +247,27 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> syn::Result<()> {
         }
     }
 
+    // Priority-0 tasks run when nothing else does, as idle does: an app has one or the other
+    // (RTIC v2's rule).
+    if let Some(idle) = &app.idle {
+        for task in app.tasks.iter().filter(|t| t.priority == 0) {
+            let mut err = syn::Error::new(
+                task.name().span(),
+                format!(
+                    "async task `{}` has priority 0, but `#[idle]` is defined: priority-0 tasks \
+                     run when no other task does, as idle does, so an app has either (as in \
+                     RTIC); give the task priority 1 or remove #[idle]",
+                    task.name()
+                ),
+            );
+            err.combine(syn::Error::new(
+                idle.item.sig.ident.span(),
+                "#[idle] is here",
+            ));
+            errors.push(err);
+        }
+    }
+
     // Spawns of tasks that do not exist (when the module's names are all known).
     errors.extend(unknown_spawns(app));
 

@@ -144,7 +144,9 @@ fn shared_plan(
         let st = shared_static(ident);
         let ro = access.read_only;
         let timed = app.args.accounting;
-        let stats = if app.args.accounting {
+        // A `#[cfg]` resource has no critical-section record: the app's list of records is
+        // an array, whose elements cannot be conditional.
+        let stats = if app.args.accounting && field.cfgs.is_empty() {
             let ls = lockstat_static(owner, ident);
             quote!(::core::option::Option::Some(&#ls))
         } else {
@@ -279,17 +281,19 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         let info = &analysis.shared[&field.ident.to_string()];
         let ident = shared_static(&field.ident);
         let ty = &field.ty;
+        let cfgs = &field.cfgs;
         match info.access {
             Access::Pcp { group } => {
                 let group = format_ident!("__preempt_group_{}", group);
                 let ceiling = info.ceiling;
                 items.push(quote! {
                     #allows
+                    #(#cfgs)*
                     #[doc(hidden)]
                     static #ident: ::preempt::__private::PcpCell<#ty> =
                         ::preempt::__private::PcpCell::new(#ceiling, &#group);
                 });
-                if app.args.accounting {
+                if app.args.accounting && cfgs.is_empty() {
                     let resource = field.ident.to_string();
                     for (cx, priority, _) in &info.users {
                         let owner = match cx {
@@ -310,6 +314,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             Access::Exclusive | Access::ReadOnly | Access::Unused => {
                 items.push(quote! {
                     #allows
+                    #(#cfgs)*
                     #[doc(hidden)]
                     static #ident: ::preempt::__private::StaticCell<#ty> =
                         ::preempt::__private::StaticCell::uninit();
@@ -319,6 +324,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 if info.access == Access::ReadOnly && priorities.len() > 1 {
                     // `&T` reaches several threads at once.
                     items.push(quote! {
+                        #(#cfgs)*
                         const _: () = ::preempt::__private::assert_sync::<#ty>();
                     });
                 }
@@ -330,19 +336,22 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
     for field in &app.local.fields {
         let ident = local_static("", &LocalAccess::Struct(field.ident.clone()));
         let ty = &field.ty;
+        let cfgs = &field.cfgs;
         items.push(quote! {
             #allows
+            #(#cfgs)*
             #[doc(hidden)]
             static #ident: ::preempt::__private::StaticCell<#ty> =
                 ::preempt::__private::StaticCell::uninit();
         });
     }
-    let mut declared = |owner: &str, locals: &[LocalAccess]| {
+    let mut declared = |owner: &str, locals: &[LocalAccess], cfgs: &[syn::Attribute]| {
         for local in locals {
             if let LocalAccess::Declared { ty, expr, .. } = local {
                 let ident = local_static(owner, local);
                 items.push(quote! {
                     #allows
+                    #(#cfgs)*
                     #[doc(hidden)]
                     static #ident: ::preempt::__private::StaticCell<#ty> =
                         ::preempt::__private::StaticCell::new(#expr);
@@ -350,12 +359,12 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             }
         }
     };
-    declared("init", &app.init.local);
+    declared("init", &app.init.local, &[]);
     if let Some(idle) = &app.idle {
-        declared("idle", &idle.local);
+        declared("idle", &idle.local, &[]);
     }
     for task in &app.tasks {
-        declared(&task.name().to_string(), &task.local);
+        declared(&task.name().to_string(), &task.local, &task.cfgs);
     }
 
     // Context modules.
@@ -367,9 +376,12 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             &idle.item.sig.ident,
             &plans,
             &idle.local,
-            None,
-            None,
-            true,
+            ModuleExtras {
+                binds: None,
+                spawn: None,
+                static_locals: true,
+                spawner: None,
+            },
         ));
         plans
     });
@@ -382,15 +394,20 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             &task.shared,
             task.priority,
         );
-        items.push(context_module(
+        let cfgs = &task.cfgs;
+        let module = context_module(
             app,
             task.name(),
             &plans,
             &task.local,
-            task.binds.as_ref(),
-            task_spawn(app, analysis, i),
-            false,
-        ));
+            ModuleExtras {
+                binds: task.binds.as_ref(),
+                spawn: task_spawn(app, analysis, i),
+                static_locals: task.divergent,
+                spawner: local_spawner(app, task.priority),
+            },
+        );
+        items.push(quote!(#(#cfgs)* #module));
         task_plans.push(plans);
     }
 
@@ -412,13 +429,16 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             .collect();
         let build = build_context(&task_plans[i], name);
         let name_str = name.to_string();
+        let cfgs = &task.cfgs;
         items.push(quote! {
             #allows
+            #(#cfgs)*
             #[doc(hidden)]
             static #header: ::preempt::__private::AsyncTask =
                 ::preempt::__private::AsyncTask::new(#wake);
 
             #allows
+            #(#cfgs)*
             #[doc(hidden)]
             fn #wake() {
                 if #exec.spawn_poll(#msg::#poll).is_err() {
@@ -429,6 +449,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             }
 
             #allows
+            #(#cfgs)*
             #[doc(hidden)]
             fn #future((#(#args,)*): (#(#tys,)*)) -> impl ::core::future::Future<Output = ()> {
                 async move {
@@ -463,10 +484,15 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
             let args: Vec<Ident> = (0..tys.len())
                 .map(|j| format_ident!("__preempt_a{}", j))
                 .collect();
-            for ty in &tys {
-                items.push(quote! {
-                    const _: () = ::preempt::__private::assert_send::<#ty>();
-                });
+            let cfgs = &task.cfgs;
+            // A local task's arguments stay on this level's thread (`LocalMsg`).
+            if !task.local_task {
+                for ty in &tys {
+                    items.push(quote! {
+                        #(#cfgs)*
+                        const _: () = ::preempt::__private::assert_send::<#ty>();
+                    });
+                }
             }
             let on_miss = match task.on_miss {
                 OnMiss::Burst => quote!(::preempt::__private::OnMiss::Burst),
@@ -500,10 +526,11 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                     } else {
                         quote!(#msg::#name(..))
                     };
-                    variants.push(variant);
-                    index_arms.push(quote!(#any => #k,));
-                    kind_arms.push(quote!(#any => ::preempt::__private::MsgKind::Job,));
+                    variants.push(quote!(#(#cfgs)* #variant));
+                    index_arms.push(quote!(#(#cfgs)* #any => #k,));
+                    kind_arms.push(quote!(#(#cfgs)* #any => ::preempt::__private::MsgKind::Job,));
                     dispatch_arms.push(quote! {
+                        #(#cfgs)*
                         #pattern => {
                             #build
                             #name(cx, #(#args),*);
@@ -516,17 +543,31 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                     let poll = poll_variant(name);
                     let header = async_static(name);
                     let future = future_fn(name);
-                    variants.push(quote!(#start((#(#tys,)*))));
-                    variants.push(quote!(#poll));
-                    index_arms.push(quote!(#msg::#start(..) | #msg::#poll => #k,));
-                    kind_arms.push(quote!(#msg::#start(..) => ::preempt::__private::MsgKind::Job,));
-                    kind_arms.push(quote!(#msg::#poll => ::preempt::__private::MsgKind::Poll,));
+                    let (payload, args) = if task.local_task {
+                        (
+                            quote!(::preempt::__private::LocalMsg<(#(#tys,)*)>),
+                            quote!(__preempt_args.into_inner()),
+                        )
+                    } else {
+                        (quote!((#(#tys,)*)), quote!(__preempt_args))
+                    };
+                    variants.push(quote!(#(#cfgs)* #start(#payload)));
+                    variants.push(quote!(#(#cfgs)* #poll));
+                    index_arms.push(quote!(#(#cfgs)* #msg::#start(..) | #msg::#poll => #k,));
+                    kind_arms.push(
+                        quote!(#(#cfgs)* #msg::#start(..) => ::preempt::__private::MsgKind::Job,),
+                    );
+                    kind_arms.push(
+                        quote!(#(#cfgs)* #msg::#poll => ::preempt::__private::MsgKind::Poll,),
+                    );
                     dispatch_arms.push(quote! {
                         // SAFETY: this executor's thread is the only one that starts and polls
                         // this task, one message at a time; the slot was allocated for this
                         // very constructor before the executors started.
-                        #msg::#start(__preempt_args) => unsafe { #header.start(#future, __preempt_args) },
+                        #(#cfgs)*
+                        #msg::#start(__preempt_args) => unsafe { #header.start(#future, #args) },
                         // SAFETY: as above.
+                        #(#cfgs)*
                         #msg::#poll => unsafe { #header.poll(#future) },
                     });
                 }
@@ -600,7 +641,8 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         if task.kind == TaskKind::Async {
             let header = async_static(name);
             let future = future_fn(name);
-            prepare.push(quote!(#header.allocate(#future);));
+            let cfgs = &task.cfgs;
+            prepare.push(quote!(#(#cfgs)* #header.allocate(#future);));
         }
         if task.period.is_some() || task.deadline.is_some() || task.min_interarrival.is_some() {
             let what_p = format!("`period` of task `{name_str}`");
@@ -709,18 +751,20 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
     let mut shared_binds = Vec::new();
     for field in &app.shared.fields {
         let f = &field.ident;
+        let cfgs = &field.cfgs;
         let tmp = format_ident!("__preempt_s_{}", f);
         let st = shared_static(f);
-        shared_binds.push(quote!(#f: #tmp));
-        shared_writes.push(quote!(#st.write(#tmp);));
+        shared_binds.push(quote!(#(#cfgs)* #f: #tmp));
+        shared_writes.push(quote!(#(#cfgs)* #st.write(#tmp);));
     }
     let mut local_binds = Vec::new();
     for field in &app.local.fields {
         let f = &field.ident;
+        let cfgs = &field.cfgs;
         let tmp = format_ident!("__preempt_l_{}", f);
         let st = local_static("", &LocalAccess::Struct(f.clone()));
-        local_binds.push(quote!(#f: #tmp));
-        shared_writes.push(quote!(#st.write(#tmp);));
+        local_binds.push(quote!(#(#cfgs)* #f: #tmp));
+        shared_writes.push(quote!(#(#cfgs)* #st.write(#tmp);));
     }
     let init_pattern = if app.init.monotonics {
         quote!((Shared { #(#shared_binds),* }, Local { #(#local_binds),* }, _))
@@ -830,7 +874,11 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
 
     let init_item = allow_mut_context(&app.init.item);
     let idle_item = app.idle.as_ref().map(|i| allow_mut_context(&i.item));
-    let task_items = app.tasks.iter().map(|t| allow_mut_context(&t.item));
+    let task_items = app
+        .tasks
+        .iter()
+        .filter(|t| !t.is_extern)
+        .map(|t| allow_mut_context(&t.item));
 
     quote! {
         #main
@@ -892,6 +940,23 @@ fn arg_name(pat: &Pat, j: usize) -> Ident {
     }
 }
 
+/// A spawn function's argument types and names, and the type `Err` gives them back as.
+fn spawn_signature(task: &Task) -> (Vec<&Type>, Vec<Ident>, TokenStream) {
+    let tys: Vec<&Type> = task.inputs.iter().map(|(_, ty)| &**ty).collect();
+    let args: Vec<Ident> = task
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(j, (pat, _))| arg_name(pat, j))
+        .collect();
+    let err_ty = match tys.len() {
+        0 => quote!(()),
+        1 => quote!(#(#tys)*),
+        _ => quote!((#(#tys),*)),
+    };
+    (tys, args, err_ty)
+}
+
 /// The spawn functions of task `i`: `spawn`, `spawn_after`, `spawn_at` for software tasks,
 /// `spawn` for async ones, none for periodic and hardware tasks.
 fn task_spawn(app: &App, _analysis: &Analysis, i: usize) -> Option<TokenStream> {
@@ -902,25 +967,52 @@ fn task_spawn(app: &App, _analysis: &Analysis, i: usize) -> Option<TokenStream> 
     let name = task.name();
     let msg = msg_enum(task.priority);
     let exec = executor_static(task.priority);
-    let tys: Vec<&Type> = task.inputs.iter().map(|(_, ty)| &**ty).collect();
-    let args: Vec<Ident> = task
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(j, (pat, _))| arg_name(pat, j))
-        .collect();
+    let (tys, args, err_ty) = spawn_signature(task);
     let params = quote!(#(#args: #tys),*);
     let name_str = name.to_string();
-    let err_ty = match tys.len() {
-        0 => quote!(()),
-        1 => quote!(#(#tys)*),
-        _ => quote!((#(#tys),*)),
-    };
     let back = match tys.len() {
         0 => quote!(()),
         1 => quote!(#(#args)*),
         _ => quote!((#(#args),*)),
     };
+
+    if task.kind == TaskKind::Async && task.local_task {
+        let start = start_variant(name);
+        let header = async_static(name);
+        return Some(quote! {
+            /// Starts this local task (RTIC v2's `local_task`), through `cx.local_spawner` of
+            /// a task of its priority; `Err` gives the arguments back while it runs.
+            ///
+            /// # Safety
+            ///
+            /// Call it only on the executor thread of this task's priority: the arguments
+            /// need not be `Send` and must not change threads.
+            #[doc(hidden)]
+            #[inline]
+            pub(super) unsafe fn __preempt_spawn_local(#params) -> ::core::result::Result<(), #err_ty> {
+                if !super::#header.try_claim() {
+                    return ::core::result::Result::Err(#back);
+                }
+                // SAFETY: the caller runs on this level's executor thread (this function's
+                // contract), so `spawn` puts the message on that thread's ready ring and the
+                // same thread dispatches it: the arguments never change threads.
+                let msg = super::#msg::#start(unsafe {
+                    ::preempt::__private::LocalMsg::new((#(#args,)*))
+                });
+                match super::#exec.spawn(msg) {
+                    ::core::result::Result::Ok(()) => ::core::result::Result::Ok(()),
+                    ::core::result::Result::Err(super::#msg::#start(m)) => {
+                        super::#header.unclaim();
+                        let (#(#args,)*) = m.into_inner();
+                        ::core::result::Result::Err(#back)
+                    }
+                    ::core::result::Result::Err(_) => {
+                        ::core::unreachable!("an executor gave back another task's message")
+                    }
+                }
+            }
+        });
+    }
 
     if task.kind == TaskKind::Async {
         let start = start_variant(name);
@@ -1014,6 +1106,37 @@ fn task_spawn(app: &App, _analysis: &Analysis, i: usize) -> Option<TokenStream> 
     })
 }
 
+/// The methods of `cx.local_spawner` in the contexts of tasks at `priority`: one per
+/// `local_task` of that priority, or `None` when it has none.
+fn local_spawner(app: &App, priority: u8) -> Option<TokenStream> {
+    let methods: Vec<TokenStream> = app
+        .tasks
+        .iter()
+        .filter(|t| t.local_task && t.priority == priority && t.kind == TaskKind::Async)
+        .map(|t| {
+            let name = t.name();
+            let cfgs = &t.cfgs;
+            let (tys, args, err_ty) = spawn_signature(t);
+            let doc = format!(
+                "Starts local task `{name}` on this thread; `Err` gives the arguments back \
+                 while it runs."
+            );
+            quote! {
+                #(#cfgs)*
+                #[doc = #doc]
+                #[inline]
+                pub fn #name(&self, #(#args: #tys),*) -> ::core::result::Result<(), #err_ty> {
+                    // SAFETY: a `LocalSpawner` exists only in the context of a task of this
+                    // priority, hence on this level's executor thread, and it is neither
+                    // `Send` nor `Sync`, so it cannot leave that thread.
+                    unsafe { super::#name::__preempt_spawn_local(#(#args),*) }
+                }
+            }
+        })
+        .collect();
+    (!methods.is_empty()).then(|| quote!(#(#methods)*))
+}
+
 /// The `init` module: `Context`, `LocalResources`, `Monotonics`.
 fn init_module(app: &App) -> TokenStream {
     let allows = allows();
@@ -1067,21 +1190,37 @@ fn init_module(app: &App) -> TokenStream {
     }
 }
 
+/// What a context module has beyond its resources.
+struct ModuleExtras<'x> {
+    /// The `#[local]` field of a hardware task's fd source (`binds`).
+    binds: Option<&'x Ident>,
+    /// The spawn functions (spawnable tasks).
+    spawn: Option<TokenStream>,
+    /// Locals are `&'static mut` (idle, divergent async tasks).
+    static_locals: bool,
+    /// The methods of `cx.local_spawner`, if the priority has local tasks.
+    spawner: Option<TokenStream>,
+}
+
 /// The module of a task or of `idle`: `Context`, `LocalResources`, `SharedResources`,
-/// `LockedResources` and, for spawnable tasks, the spawn functions. `static_locals` gives
-/// the local resources the `'static` lifetime (`idle`).
+/// `LockedResources` and, for spawnable tasks, the spawn functions (see `ModuleExtras`).
 fn context_module(
     app: &App,
     name: &Ident,
     plans: &[SharedPlan],
     locals: &[LocalAccess],
-    binds: Option<&Ident>,
-    spawn: Option<TokenStream>,
-    static_locals: bool,
+    extras: ModuleExtras<'_>,
 ) -> TokenStream {
+    let ModuleExtras {
+        binds,
+        spawn,
+        static_locals,
+        spawner,
+    } = extras;
     let allows = allows();
     let owner = name.to_string();
-    // `idle` runs once, so its local resources live as long as the program (as in RTIC).
+    // `idle` and a divergent async task run once, so their local resources live as long as
+    // the program (as in RTIC).
     let local_lifetime = if static_locals {
         quote!('static)
     } else {
@@ -1172,6 +1311,27 @@ fn context_module(
         }
     };
 
+    let (spawner_field, spawner_init, spawner_items) = match spawner {
+        Some(methods) => (
+            quote! {
+                /// Spawns this priority's local tasks (`local_task`), whose arguments need not
+                /// be `Send`.
+                pub local_spawner: LocalSpawner,
+            },
+            quote!(local_spawner: LocalSpawner { _p: ::core::marker::PhantomData },),
+            quote! {
+                /// Spawns the local tasks (`local_task`) of this priority, on this thread.
+                pub struct LocalSpawner {
+                    _p: ::core::marker::PhantomData<*mut ()>,
+                }
+
+                impl LocalSpawner {
+                    #methods
+                }
+            },
+        ),
+        None => (quote!(), quote!(), quote!()),
+    };
     let doc = format!("The context of `{owner}`.");
     quote! {
         #allows
@@ -1186,7 +1346,10 @@ fn context_module(
                 pub local: LocalResources<'a>,
                 /// Shared resources: lock them with `.lock(|r| ..)`.
                 pub shared: SharedResources<'a>,
+                #spawner_field
             }
+
+            #spawner_items
 
             /// The local resources of this context.
             pub struct LocalResources<'a> {
@@ -1224,6 +1387,7 @@ fn context_module(
                             #(#shared_inits)*
                             __preempt_marker: ::core::marker::PhantomData,
                         },
+                        #spawner_init
                     }
                 }
             }

@@ -130,6 +130,8 @@ pub(crate) struct ResourceField {
     pub(crate) ty: Type,
     /// `#[lock_free]` (shared resources only).
     pub(crate) lock_free: Option<Span>,
+    /// The field's `#[cfg(..)]` attributes, repeated on everything generated for it.
+    pub(crate) cfgs: Vec<Attribute>,
 }
 
 /// One entry of `shared = [..]`.
@@ -201,6 +203,17 @@ pub(crate) struct Task {
     pub(crate) on_miss: OnMiss,
     /// `binds = field` (hardware tasks).
     pub(crate) binds: Option<Ident>,
+    /// Declared in an `extern "Rust" { .. }` block: the body lives elsewhere (RTIC's
+    /// `extern_spawn`), so only the call is generated.
+    pub(crate) is_extern: bool,
+    /// The task's `#[cfg(..)]` attributes, repeated on everything generated for it.
+    pub(crate) cfgs: Vec<Attribute>,
+    /// `local_task` (RTIC v2): spawned only from tasks of its priority, through
+    /// `cx.local_spawner`, so its arguments need not be `Send`.
+    pub(crate) local_task: bool,
+    /// An async task that never returns (`-> !`): its local resources are `&'static mut`,
+    /// as in RTIC v2, since no second instance can ever take them.
+    pub(crate) divergent: bool,
 }
 
 impl Task {
@@ -287,22 +300,20 @@ pub(crate) fn app(args: TokenStream, input: TokenStream) -> syn::Result<App> {
                     }
                     idle = Some(idle_fn(f, attr)?);
                 } else if let Some(attr) = take_attr(&mut f.attrs, "task")? {
-                    let task = task_fn(f, attr)?;
-                    if let Some(previous) = tasks.iter().find(|t| t.name() == task.name()) {
-                        let mut err = syn::Error::new(
-                            task.name().span(),
-                            format!("duplicate task `{}`", task.name()),
-                        );
-                        err.combine(syn::Error::new(
-                            previous.name().span(),
-                            "the first task of that name is here",
-                        ));
-                        return Err(err);
-                    }
-                    tasks.push(task);
+                    push_task(&mut tasks, task_fn(f, attr)?)?;
                 } else {
                     reject_rtic_only(&f.attrs)?;
                     user_items.push(Item::Fn(f));
+                }
+            }
+            Item::ForeignMod(block)
+                if block
+                    .items
+                    .iter()
+                    .any(|i| matches!(i, syn::ForeignItem::Fn(_))) =>
+            {
+                for task in extern_tasks(&block)? {
+                    push_task(&mut tasks, task)?;
                 }
             }
             Item::Type(t) if has_attr(&t.attrs, "monotonic") => {
@@ -340,6 +351,23 @@ pub(crate) fn app(args: TokenStream, input: TokenStream) -> syn::Result<App> {
         tasks,
         user_items,
     })
+}
+
+/// Adds `task`, unless one of that name exists.
+fn push_task(tasks: &mut Vec<Task>, task: Task) -> syn::Result<()> {
+    if let Some(previous) = tasks.iter().find(|t| t.name() == task.name()) {
+        let mut err = syn::Error::new(
+            task.name().span(),
+            format!("duplicate task `{}`", task.name()),
+        );
+        err.combine(syn::Error::new(
+            previous.name().span(),
+            "the first task of that name is here",
+        ));
+        return Err(err);
+    }
+    tasks.push(task);
+    Ok(())
 }
 
 fn has_attr(attrs: &[Attribute], name: &str) -> bool {
@@ -681,12 +709,6 @@ fn resource_struct(mut st: ItemStruct, shared: bool) -> syn::Result<ResourceStru
                 "#[lock_free] applies to #[shared] resources; #[local] ones never lock",
             ));
         }
-        if let Some(attr) = field.attrs.iter().find(|a| a.path().is_ident("cfg")) {
-            return Err(syn::Error::new(
-                attr.span(),
-                "#[cfg] on resources is not supported yet",
-            ));
-        }
         let Some(ident) = field.ident.clone() else {
             return Err(syn::Error::new(field.span(), "resource fields need names"));
         };
@@ -694,6 +716,7 @@ fn resource_struct(mut st: ItemStruct, shared: bool) -> syn::Result<ResourceStru
             ident,
             ty: field.ty.clone(),
             lock_free,
+            cfgs: cfgs(&field.attrs),
         });
     }
     Ok(ResourceStruct {
@@ -714,6 +737,7 @@ struct ItemArgs {
     min_interarrival: Option<DurationArg>,
     on_miss: Option<(OnMiss, Span)>,
     binds: Option<Ident>,
+    local_task: Option<(bool, Span)>,
 }
 
 fn item_args(attr: &Attribute, what: &str) -> syn::Result<ItemArgs> {
@@ -733,17 +757,35 @@ fn item_args(attr: &Attribute, what: &str) -> syn::Result<ItemArgs> {
             let key: Ident = input.parse()?;
             let name = key.to_string();
             let duplicate = || syn::Error::new(key.span(), format!("`{name}` given twice"));
+            if name == "local_task" && what == "task" {
+                // RTIC v2: `local_task` or `local_task = true|false`.
+                if out.local_task.is_some() {
+                    return Err(duplicate());
+                }
+                let value = if input.parse::<Option<Token![=]>>()?.is_some() {
+                    input.parse::<syn::LitBool>()?.value
+                } else {
+                    true
+                };
+                out.local_task = Some((value, key.span()));
+                if input.is_empty() {
+                    break;
+                }
+                input.parse::<Token![,]>()?;
+                continue;
+            }
             input.parse::<Token![=]>()?;
             match name.as_str() {
                 "priority" if what == "task" => {
                     let lit: LitInt = input.parse()?;
                     let value: u64 = lit.base10_parse()?;
-                    if !(1..=u64::from(MAX_PRIORITY)).contains(&value) {
+                    if value > u64::from(MAX_PRIORITY) {
                         return Err(syn::Error::new(
                             lit.span(),
                             format!(
-                                "task priority {value} is outside 1..={MAX_PRIORITY}: executors are \
-                                 SCHED_FIFO threads, whose priorities are 1 (lowest) ..= 99"
+                                "task priority {value} is outside 0..={MAX_PRIORITY}: executors are \
+                                 SCHED_FIFO threads, whose priorities are 1 (lowest) ..= 99 (0: \
+                                 async tasks on a SCHED_OTHER thread)"
                             ),
                         ));
                     }
@@ -843,7 +885,7 @@ fn item_args(attr: &Attribute, what: &str) -> syn::Result<ItemArgs> {
                     let expected = match what {
                         "task" => {
                             "`priority`, `capacity`, `shared`, `local`, `period`, `deadline`, \
-                             `min_interarrival`, `on_miss` or `binds`"
+                             `min_interarrival`, `on_miss`, `binds` or `local_task`"
                         }
                         "idle" => "`shared` or `local`",
                         _ => "`local`",
@@ -1095,10 +1137,14 @@ fn task_fn(item: ItemFn, attr: Attribute) -> syn::Result<Task> {
     context_input(&item, "task")?;
     match &item.sig.output {
         ReturnType::Default => {}
+        // RTIC v2: a divergent async task (`-> !`) runs for the life of the app.
+        ReturnType::Type(_, ty)
+            if matches!(**ty, Type::Never(_)) && item.sig.asyncness.is_some() => {}
         ReturnType::Type(_, ty) => {
             return Err(syn::Error::new(
                 ty.span(),
-                "tasks return nothing: send results on with a spawn or a shared resource",
+                "tasks return nothing (async tasks may also diverge: `-> !`): send results on \
+                 with a spawn or a shared resource",
             ));
         }
     }
@@ -1185,6 +1231,21 @@ fn task_fn(item: ItemFn, attr: Attribute) -> syn::Result<Task> {
             "`on_miss` is the overrun policy of a periodic task: add `period = ..` or remove it",
         ));
     }
+    let priority = args.priority.map_or(1, |(p, _)| p);
+    if let (Some((0, span)), false) = (args.priority, kind == TaskKind::Async) {
+        return Err(syn::Error::new(
+            span,
+            "priority 0 is for async tasks (they run when no other task does, on a SCHED_OTHER \
+             thread); run-to-completion, periodic and hardware tasks need 1..=99",
+        ));
+    }
+    let local_task = args.local_task.is_some_and(|(v, _)| v);
+    if let (Some((true, span)), false) = (args.local_task, kind == TaskKind::Async) {
+        return Err(syn::Error::new(
+            span,
+            "`local_task` applies to async tasks (RTIC v2): remove it or make the task `async`",
+        ));
+    }
     if let (Some(m), TaskKind::Periodic) = (&args.min_interarrival, kind) {
         return Err(syn::Error::new(
             m.span,
@@ -1215,10 +1276,23 @@ fn task_fn(item: ItemFn, attr: Attribute) -> syn::Result<Task> {
             }
         }
     }
+    let item_output_never =
+        matches!(&item.sig.output, ReturnType::Type(_, ty) if matches!(**ty, Type::Never(_)));
+    let cfgs = cfgs(&item.attrs);
+    if let (false, Some(attr)) = (
+        matches!(kind, TaskKind::Software | TaskKind::Async),
+        cfgs.first(),
+    ) {
+        return Err(syn::Error::new(
+            attr.span(),
+            "#[cfg] applies to software and async tasks; a periodic or hardware task is always \
+             built (make its body conditional instead)",
+        ));
+    }
     Ok(Task {
         item,
         kind,
-        priority: args.priority.map_or(1, |(p, _)| p),
+        priority,
         capacity: args.capacity.map_or(1, |(c, _)| c),
         shared: args.shared.map(|(s, _)| s).unwrap_or_default(),
         local: args.local.map(|(l, _)| l).unwrap_or_default(),
@@ -1228,7 +1302,63 @@ fn task_fn(item: ItemFn, attr: Attribute) -> syn::Result<Task> {
         min_interarrival: args.min_interarrival,
         on_miss: args.on_miss.map_or(OnMiss::Burst, |(m, _)| m),
         binds: args.binds,
+        is_extern: false,
+        cfgs,
+        local_task,
+        divergent: item_output_never,
     })
+}
+
+/// The `#[cfg(..)]` attributes among `attrs`.
+fn cfgs(attrs: &[Attribute]) -> Vec<Attribute> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg"))
+        .cloned()
+        .collect()
+}
+
+/// The tasks of an `extern "Rust" { #[task(..)] async fn t(cx: t::Context); }` block (RTIC's
+/// `extern_spawn`: the body lives in another module and is reached through a `use`).
+fn extern_tasks(block: &syn::ItemForeignMod) -> syn::Result<Vec<Task>> {
+    let mut tasks = Vec::new();
+    for item in &block.items {
+        let syn::ForeignItem::Fn(f) = item else {
+            return Err(syn::Error::new(
+                item.span(),
+                "an `extern` block in the app declares tasks: `#[task(..)] async fn t(cx: \
+                 t::Context);`",
+            ));
+        };
+        let mut attrs = f.attrs.clone();
+        for special in ["init", "idle"] {
+            if let Some(attr) = take_attr(&mut attrs, special)? {
+                return Err(syn::Error::new(
+                    attr.span(),
+                    format!(
+                        "an extern #[{special}] is not supported: write `{special}` in the app \
+                         module (it may call a function defined elsewhere)"
+                    ),
+                ));
+            }
+        }
+        let Some(attr) = take_attr(&mut attrs, "task")? else {
+            return Err(syn::Error::new(
+                f.sig.ident.span(),
+                "a function declared in the app's `extern` block must be a `#[task(..)]`",
+            ));
+        };
+        let item = ItemFn {
+            attrs,
+            vis: Visibility::Inherited,
+            sig: f.sig.clone(),
+            block: Box::new(syn::parse_quote!({})),
+        };
+        let mut task = task_fn(item, attr)?;
+        task.is_extern = true;
+        tasks.push(task);
+    }
+    Ok(tasks)
 }
 
 #[cfg(test)]
@@ -1294,10 +1424,10 @@ mod tests {
     }
 
     #[test]
-    fn rejects_priority_zero_and_capacity_zero() {
-        let attr: Attribute = syn::parse_quote!(#[task(priority = 0)]);
+    fn rejects_priority_100_and_capacity_zero() {
+        let attr: Attribute = syn::parse_quote!(#[task(priority = 100)]);
         let err = item_args(&attr, "task").err().unwrap().to_string();
-        assert!(err.contains("outside 1..=99"), "{err}");
+        assert!(err.contains("outside 0..=99"), "{err}");
         let attr: Attribute = syn::parse_quote!(#[task(capacity = 0)]);
         let err = item_args(&attr, "task").err().unwrap().to_string();
         assert!(err.contains("capacity 0"), "{err}");

@@ -2,9 +2,11 @@
 
 use std::io;
 use std::os::fd::AsFd;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use preempt_imu_sim::sim::{Bus, SimConfig};
 use preempt_imu_sim::spawn::SimProcess;
@@ -14,6 +16,7 @@ use preempt_io::rtio::sensor::{
 use preempt_io::rtio::simimu::{self, CountBlock, FIFO_FRAMES, FRAME_LEN, Frame};
 use preempt_io::rtio::{BackendChoice, Rtio, RtioConfig, TaskRun};
 use preempt_io::sys::clock::{self, ClockId};
+use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::fdio;
 use preempt_io::sys::sched::{self, Policy};
 use serde::Serialize;
@@ -22,10 +25,15 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Design {
-    /// One blocking thread per device.
+    /// One blocking thread per device, reading and processing.
     ThreadBased,
-    /// One RTIO context, one thread.
+    /// Per device a blocking reader thread, plus one processing thread below them.
+    Pipelined,
+    /// One RTIO context, one thread, overlapped: the next chain is armed before a read's
+    /// frames are processed and reaped between frames.
     RtioBased,
+    /// One RTIO context, one thread, each chain re-armed after its read was processed.
+    RtioSerial,
 }
 
 impl Design {
@@ -33,7 +41,9 @@ impl Design {
     pub fn label(self) -> &'static str {
         match self {
             Design::ThreadBased => "thread",
+            Design::Pipelined => "pipelined",
             Design::RtioBased => "rtio",
+            Design::RtioSerial => "rtio-serial",
         }
     }
 }
@@ -68,6 +78,8 @@ pub struct CellSpec {
     pub bus_ns_per_byte: u32,
     /// RTIO design on the `spi` bus: queued or sequential transfers.
     pub rtio_spi: SpiMode,
+    /// Thread designs on the `spi` bus: queued or sequential transfers.
+    pub thread_spi: SpiMode,
 }
 
 /// Results of one cell (units in field names).
@@ -270,138 +282,191 @@ fn setup_consumer_thread(cpu: usize, priority: u8) -> bool {
     sched::set_current_thread_policy(&Policy::Fifo { priority }).is_ok()
 }
 
-fn thread_consumer(
-    regs: preempt_io::sys::memfd::MemFd,
-    int: preempt_io::sys::eventfd::EventFd,
-    mut st: DevState,
-    stop: Arc<AtomicBool>,
-    cpu: usize,
-    priority: u8,
-) -> io::Result<(DevState, bool)> {
-    let fifo_ok = setup_consumer_thread(cpu, priority);
-    let mut status = [0_u8; 4];
-    let mut count = [0_u8; simimu::COUNT_BLOCK_LEN];
-    let mut fifo = vec![0_u8; simimu::FIFO_BURST_LEN];
-    let mut rdb = [0_u8; 4];
-    fdio::pread(regs.as_fd(), &mut rdb, simimu::REG_FIFO_RD)?;
-    let mut rd = u32::from_le_bytes(rdb);
-    loop {
-        int.read()?;
-        if stop.load(Ordering::Acquire) {
-            return Ok((st, fifo_ok));
-        }
-        fdio::pread(regs.as_fd(), &mut status, simimu::REG_STATUS)?;
-        fdio::pread(regs.as_fd(), &mut count, simimu::REG_FIFO_COUNT)?;
-        fdio::pread(regs.as_fd(), &mut fifo, simimu::fifo_burst_offset(rd))?;
-        let cb = CountBlock::parse(&count);
-        let n = cb.wr.wrapping_sub(rd).min(FIFO_FRAMES) as usize;
-        let mut valid = 0;
-        while valid < n && Frame::decode(&fifo[valid * FRAME_LEN..]).is_some() {
-            valid += 1;
-        }
-        let header = sensor::ReadHeader {
-            int_timestamp_ns: cb.int_ts_ns,
-            status: u32::from_le_bytes(status),
-            frames: u32::try_from(valid).unwrap_or(0),
-            flushed: 0,
-            dropped_total: cb.dropped,
-            period_ns: 0,
-        };
-        st.process(&header, &fifo[..valid * FRAME_LEN]);
-        rd = rd.wrapping_add(u32::try_from(valid).unwrap_or(0));
-        fdio::pwrite(regs.as_fd(), &rd.to_le_bytes(), simimu::REG_FIFO_RD)?;
-    }
+/// How a thread-design reader reaches its device.
+enum ReaderBus {
+    /// `pread`s of the register memfd (and a `pwrite` of FIFO_RD).
+    Memfd(preempt_io::sys::memfd::MemFd),
+    /// Blocking SPI transfers: one (command, response) at a time, or the three commands
+    /// queued to the bus before the three responses are read.
+    Spi(OwnedFd, SpiMode),
+    /// One bus transaction (one command, one response).
+    Txn(OwnedFd),
 }
 
-/// The thread-based reader on the SPI bus: block on INT, then three blocking transfers
-/// (command write + response read each): STATUS, the count block, FIFO_DATA for the frames
-/// the count block reports. One wake-up per transfer, as the talk's thread-based driver.
-fn thread_consumer_spi(
-    bus: std::os::fd::OwnedFd,
-    int: preempt_io::sys::eventfd::EventFd,
-    mut st: DevState,
-    stop: Arc<AtomicBool>,
-    cpu: usize,
-    priority: u8,
-) -> io::Result<(DevState, bool)> {
-    let fifo_ok = setup_consumer_thread(cpu, priority);
+/// The blocking reader of the thread designs: waits on INT, reads STATUS, the count block and
+/// the FIFO over `bus`, and hands each read to `sink`, until `stop` (checked after every
+/// interrupt; the caller raises INT to wake it).
+fn thread_reader(
+    bus: ReaderBus,
+    int: &EventFd,
+    stop: &AtomicBool,
+    mut sink: impl FnMut(&sensor::ReadHeader, &[u8]),
+) -> io::Result<()> {
     let mut status = [0_u8; 4];
     let mut count = [0_u8; simimu::COUNT_BLOCK_LEN];
-    let mut fifo = vec![0_u8; simimu::FIFO_BURST_LEN];
-    let b = bus.as_fd();
-    loop {
-        int.read()?;
-        if stop.load(Ordering::Acquire) {
-            return Ok((st, fifo_ok));
-        }
-        sensor::spi_read(b, simimu::REG_STATUS, &mut status)?;
-        sensor::spi_read(b, simimu::REG_FIFO_COUNT, &mut count)?;
-        let cb = CountBlock::parse(&count);
-        let n = cb.wr.wrapping_sub(cb.rd).min(FIFO_FRAMES) as usize;
-        if n == 0 {
-            continue;
-        }
-        let got = sensor::spi_read(b, simimu::REG_FIFO_DATA, &mut fifo[..n * FRAME_LEN])?;
-        let frames = got / FRAME_LEN;
-        let header = sensor::ReadHeader {
-            int_timestamp_ns: cb.int_ts_ns,
-            status: u32::from_le_bytes(status),
-            frames: u32::try_from(frames).unwrap_or(0),
-            flushed: 0,
-            dropped_total: cb.dropped,
-            period_ns: 0,
-        };
-        st.process(&header, &fifo[..frames * FRAME_LEN]);
-    }
-}
-
-/// The thread-based reader with one bus transaction per interrupt: block on INT, send the
-/// transaction command, block on its single response (status, count block, frames).
-fn thread_consumer_txn(
-    bus: std::os::fd::OwnedFd,
-    int: preempt_io::sys::eventfd::EventFd,
-    mut st: DevState,
-    stop: Arc<AtomicBool>,
-    cpu: usize,
-    priority: u8,
-) -> io::Result<(DevState, bool)> {
-    let fifo_ok = setup_consumer_thread(cpu, priority);
-    let mut cmd = [0_u8; simimu::SPI_CMD_LEN * 4];
-    let reads = [
-        (simimu::REG_STATUS, 4),
-        (simimu::REG_FIFO_COUNT, simimu::COUNT_BLOCK_LEN as u32),
-        (simimu::REG_FIFO_DATA, simimu::FIFO_BURST_LEN as u32),
-    ];
-    let n = simimu::spi_transaction_cmd(&reads, &mut cmd)
-        .ok_or_else(|| io::Error::other("transaction command does not fit"))?;
     let head = 4 + simimu::COUNT_BLOCK_LEN;
-    let mut resp = vec![0_u8; head + simimu::FIFO_BURST_LEN];
-    let b = bus.as_fd();
+    let mut fifo = vec![0_u8; head + simimu::FIFO_BURST_LEN];
+    let mut txn = [0_u8; simimu::SPI_CMD_LEN * 4];
+    let txn_len = simimu::spi_transaction_cmd(
+        &[
+            (simimu::REG_STATUS, 4),
+            (simimu::REG_FIFO_COUNT, simimu::COUNT_BLOCK_LEN as u32),
+            (simimu::REG_FIFO_DATA, simimu::FIFO_BURST_LEN as u32),
+        ],
+        &mut txn,
+    )
+    .ok_or_else(|| io::Error::other("transaction command does not fit"))?;
+    let mut rd = match &bus {
+        ReaderBus::Memfd(regs) => {
+            let mut b = [0_u8; 4];
+            fdio::pread(regs.as_fd(), &mut b, simimu::REG_FIFO_RD)?;
+            u32::from_le_bytes(b)
+        }
+        _ => 0,
+    };
+    let eof = || {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "SPI bus closed (simulator gone?)",
+        )
+    };
     loop {
         int.read()?;
         if stop.load(Ordering::Acquire) {
-            return Ok((st, fifo_ok));
+            return Ok(());
         }
-        fdio::write(b, &cmd[..n])?;
-        let got = fdio::read(b, &mut resp)?;
-        if got < head {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "short transaction response (simulator gone?)",
-            ));
-        }
-        let cb = CountBlock::parse(&resp[4..head]);
-        let frames = (got - head) / FRAME_LEN;
+        // (frames start, frames end) in `fifo`, after STATUS and the count block are known.
+        let (lo, hi) = match &bus {
+            ReaderBus::Memfd(regs) => {
+                fdio::pread(regs.as_fd(), &mut status, simimu::REG_STATUS)?;
+                fdio::pread(regs.as_fd(), &mut count, simimu::REG_FIFO_COUNT)?;
+                let burst = &mut fifo[..simimu::FIFO_BURST_LEN];
+                fdio::pread(regs.as_fd(), burst, simimu::fifo_burst_offset(rd))?;
+                let n = CountBlock::parse(&count)
+                    .wr
+                    .wrapping_sub(rd)
+                    .min(FIFO_FRAMES) as usize;
+                let mut valid = 0;
+                while valid < n && Frame::decode(&fifo[valid * FRAME_LEN..]).is_some() {
+                    valid += 1;
+                }
+                rd = rd.wrapping_add(u32::try_from(valid).unwrap_or(0));
+                (0, valid * FRAME_LEN)
+            }
+            ReaderBus::Spi(b, SpiMode::Sequential) => {
+                let b = b.as_fd();
+                sensor::spi_read(b, simimu::REG_STATUS, &mut status)?;
+                sensor::spi_read(b, simimu::REG_FIFO_COUNT, &mut count)?;
+                let cb = CountBlock::parse(&count);
+                let n = cb.wr.wrapping_sub(cb.rd).min(FIFO_FRAMES) as usize;
+                if n == 0 {
+                    continue;
+                }
+                let got = sensor::spi_read(b, simimu::REG_FIFO_DATA, &mut fifo[..n * FRAME_LEN])?;
+                (0, got / FRAME_LEN * FRAME_LEN)
+            }
+            ReaderBus::Spi(b, SpiMode::Queued) => {
+                // As the RTIO chain: all three commands to the bus, then the responses.
+                let b = b.as_fd();
+                let burst = simimu::FIFO_BURST_LEN as u32;
+                fdio::write(b, &simimu::spi_read_cmd(simimu::REG_STATUS, 4))?;
+                let count_len = simimu::COUNT_BLOCK_LEN as u32;
+                fdio::write(b, &simimu::spi_read_cmd(simimu::REG_FIFO_COUNT, count_len))?;
+                fdio::write(b, &simimu::spi_read_cmd(simimu::REG_FIFO_DATA, burst))?;
+                if fdio::read(b, &mut status)? == 0 || fdio::read(b, &mut count)? == 0 {
+                    return Err(eof());
+                }
+                let got = fdio::read(b, &mut fifo[..simimu::FIFO_BURST_LEN])?;
+                (0, got / FRAME_LEN * FRAME_LEN)
+            }
+            ReaderBus::Txn(b) => {
+                fdio::write(b.as_fd(), &txn[..txn_len])?;
+                let got = fdio::read(b.as_fd(), &mut fifo)?;
+                if got < head {
+                    return Err(eof());
+                }
+                status.copy_from_slice(&fifo[..4]);
+                count.copy_from_slice(&fifo[4..head]);
+                (head, head + (got - head) / FRAME_LEN * FRAME_LEN)
+            }
+        };
+        let cb = CountBlock::parse(&count);
         let header = sensor::ReadHeader {
             int_timestamp_ns: cb.int_ts_ns,
-            status: u32::from_le_bytes([resp[0], resp[1], resp[2], resp[3]]),
-            frames: u32::try_from(frames).unwrap_or(0),
+            status: u32::from_le_bytes(status),
+            frames: u32::try_from((hi - lo) / FRAME_LEN).unwrap_or(0),
             flushed: 0,
             dropped_total: cb.dropped,
             period_ns: 0,
         };
-        st.process(&header, &resp[head..head + frames * FRAME_LEN]);
+        sink(&header, &fifo[lo..hi]);
+        if let ReaderBus::Memfd(regs) = &bus {
+            fdio::pwrite(regs.as_fd(), &rd.to_le_bytes(), simimu::REG_FIFO_RD)?;
+        }
     }
+}
+
+/// The serial thread design: one thread per device reads and processes.
+fn thread_consumer(
+    bus: ReaderBus,
+    int: EventFd,
+    mut st: DevState,
+    stop: Arc<AtomicBool>,
+    cpu: usize,
+    priority: u8,
+) -> io::Result<(DevState, bool)> {
+    let fifo_ok = setup_consumer_thread(cpu, priority);
+    thread_reader(bus, &int, &stop, |h, d| st.process(h, d))?;
+    Ok((st, fifo_ok))
+}
+
+/// One frame on its way from a pipelined reader to the processing thread.
+type Piped = (usize, sensor::ReadHeader, [u8; FRAME_LEN]);
+
+/// Frames the pipeline holds between readers and the processor: more than one full FIFO
+/// (102 frames) per device, so a reader blocks on a full queue only after its device's FIFO
+/// would have overflowed anyway.
+const PIPE_FRAMES: usize = 4 * FIFO_FRAMES as usize;
+
+/// A pipelined reader (one per device, at the consumer priority): reads as the serial
+/// design does and passes the frames to the processing thread.
+fn pipelined_reader(
+    dev: usize,
+    bus: ReaderBus,
+    int: EventFd,
+    tx: SyncSender<Piped>,
+    stop: Arc<AtomicBool>,
+    cpu: usize,
+    priority: u8,
+) -> io::Result<bool> {
+    let fifo_ok = setup_consumer_thread(cpu, priority);
+    thread_reader(bus, &int, &stop, |h, d| {
+        for f in d.chunks_exact(FRAME_LEN) {
+            let mut frame = [0_u8; FRAME_LEN];
+            frame.copy_from_slice(f);
+            // A closed queue means the processor is gone: the run is ending.
+            let _ = tx.send((dev, *h, frame));
+        }
+    })?;
+    Ok(fifo_ok)
+}
+
+/// The pipelined design's processing thread, one priority below its readers (which preempt
+/// it to read a device as soon as its interrupt fires): processes frames until every reader
+/// has hung up.
+fn pipelined_processor(
+    rx: &Receiver<Piped>,
+    mut states: Vec<DevState>,
+    cpu: usize,
+    priority: u8,
+) -> (Vec<DevState>, bool) {
+    let fifo_ok = setup_consumer_thread(cpu, priority.saturating_sub(1).max(1));
+    while let Ok((dev, h, frame)) = rx.recv() {
+        if let Some(st) = states.get_mut(dev) {
+            st.process(&h, &frame);
+        }
+    }
+    (states, fifo_ok)
 }
 
 /// io-wq worker threads of this process (`iou-wrk-<tid>` in `/proc/self/task/*/comm`).
@@ -463,7 +528,7 @@ fn rtio_consumer(
         });
     }
     let mut failures = 0_u64;
-    sensor::processing_loop(&mut rtio, &mut streams, |ev| {
+    let on_event = |ev: &sensor::SensorEvent<'_>| {
         if stop.load(Ordering::Acquire) {
             return false;
         }
@@ -472,7 +537,12 @@ fn rtio_consumer(
         }
         states[ev.stream].process(&ev.header, ev.data);
         true
-    })?;
+    };
+    if spec.design == Design::RtioSerial {
+        sensor::processing_loop(&mut rtio, &mut streams, on_event)?;
+    } else {
+        sensor::processing_loop_overlapped(&mut rtio, &mut streams, on_event)?;
+    }
     if failures > 0 {
         eprintln!("rtio-bench: {failures} RTIO chains failed");
     }
@@ -523,6 +593,13 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
     let cap = usize::try_from(u64::from(spec.odr_hz) * (spec.duration_ns / 1_000_000_000 + 2))
         .unwrap_or(1 << 20);
     let stop = Arc::new(AtomicBool::new(false));
+    let rate = |i: usize| {
+        if i == 0 {
+            spec.odr_hz
+        } else {
+            spec.extra_hz[i - 1]
+        }
+    };
     let drops0: Vec<u64> = sim
         .devices
         .iter()
@@ -541,48 +618,67 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
     let cs0 = fdio::process_context_switches()?;
     let t0 = clock::monotonic_now_ns();
 
+    type Processor = std::thread::JoinHandle<(Vec<DevState>, bool)>;
+    /// A reader's state (serial design only) and whether it got SCHED_FIFO.
+    type Reader = std::thread::JoinHandle<io::Result<(Option<DevState>, bool)>>;
     enum Running {
-        Threads(Vec<std::thread::JoinHandle<io::Result<(DevState, bool)>>>),
+        /// Reader threads (which also process, in the serial design) and the pipelined
+        /// design's processing thread.
+        Threads(Vec<Reader>, Option<Processor>),
         Rtio(std::thread::JoinHandle<io::Result<(Vec<DevState>, bool, String)>>),
     }
     let running = match spec.design {
-        Design::ThreadBased => {
+        Design::ThreadBased | Design::Pipelined => {
+            let states: Vec<DevState> = (0..sim.devices.len())
+                .map(|i| DevState::new(i, rate(i), spec.work_us, cap))
+                .collect();
+            let serial = spec.design == Design::ThreadBased;
+            // Serial: each reader owns its device's state; pipelined: the processor owns all.
+            let (own, shared) = if serial {
+                (states, Vec::new())
+            } else {
+                (Vec::new(), states)
+            };
+            let mut own = own.into_iter();
+            let (cpu, prio) = (spec.consumer_cpu, spec.priority);
+            let (tx, rx) = sync_channel::<Piped>(PIPE_FRAMES);
             let mut hs = Vec::new();
             for (i, d) in sim.devices.iter().enumerate() {
                 let int = d.int.try_clone()?;
-                let st = DevState::new(
-                    i,
-                    if i == 0 {
-                        spec.odr_hz
-                    } else {
-                        spec.extra_hz[i - 1]
-                    },
-                    spec.work_us,
-                    cap,
-                );
+                let bus = match spec.bus {
+                    Bus::Memfd => ReaderBus::Memfd(preempt_io::sys::memfd::MemFd::from_owned(
+                        d.regs.as_fd().try_clone_to_owned()?,
+                    )?),
+                    Bus::Spi if spec.transaction => ReaderBus::Txn(d.dup_spi_fds()?.0),
+                    Bus::Spi => ReaderBus::Spi(d.dup_spi_fds()?.0, spec.thread_spi),
+                };
                 let stop = Arc::clone(&stop);
-                let (cpu, prio) = (spec.consumer_cpu, spec.priority);
                 let b = std::thread::Builder::new().name(format!("imu-reader-{i}"));
-                hs.push(match spec.bus {
-                    Bus::Memfd => {
-                        let regs = preempt_io::sys::memfd::MemFd::from_owned(
-                            d.regs.as_fd().try_clone_to_owned()?,
-                        )?;
-                        b.spawn(move || thread_consumer(regs, int, st, stop, cpu, prio))?
-                    }
-                    Bus::Spi if spec.transaction => {
-                        let (bus, _) = d.dup_spi_fds()?;
-                        b.spawn(move || thread_consumer_txn(bus, int, st, stop, cpu, prio))?
-                    }
-                    Bus::Spi => {
-                        let (bus, _) = d.dup_spi_fds()?;
-                        b.spawn(move || thread_consumer_spi(bus, int, st, stop, cpu, prio))?
+                hs.push(match own.next() {
+                    Some(st) => b.spawn(move || {
+                        thread_consumer(bus, int, st, stop, cpu, prio).map(|(s, ok)| (Some(s), ok))
+                    })?,
+                    None => {
+                        let tx = tx.clone();
+                        b.spawn(move || {
+                            pipelined_reader(i, bus, int, tx, stop, cpu, prio).map(|ok| (None, ok))
+                        })?
                     }
                 });
             }
-            Running::Threads(hs)
+            drop(tx);
+            let processor = if !serial {
+                Some(
+                    std::thread::Builder::new()
+                        .name("imu-process".into())
+                        .spawn(move || pipelined_processor(&rx, shared, cpu, prio))?,
+                )
+            } else {
+                None
+            };
+            Running::Threads(hs, processor)
         }
-        Design::RtioBased => {
+        Design::RtioBased | Design::RtioSerial => {
             let fds = sim
                 .devices
                 .iter()
@@ -592,18 +688,7 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
                 })
                 .collect::<io::Result<Vec<_>>>()?;
             let states = (0..sim.devices.len())
-                .map(|i| {
-                    DevState::new(
-                        i,
-                        if i == 0 {
-                            spec.odr_hz
-                        } else {
-                            spec.extra_hz[i - 1]
-                        },
-                        spec.work_us,
-                        cap,
-                    )
-                })
+                .map(|i| DevState::new(i, rate(i), spec.work_us, cap))
                 .collect();
             let stop2 = Arc::clone(&stop);
             let s = spec.clone();
@@ -633,7 +718,7 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         d.int.write(1)?;
     }
     let (states, fifo_ok, backend) = match running {
-        Running::Threads(hs) => {
+        Running::Threads(hs, processor) => {
             let mut states = Vec::new();
             let mut ok = true;
             for h in hs {
@@ -641,7 +726,15 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
                     .join()
                     .map_err(|_| io::Error::other("reader thread panicked"))??;
                 ok &= f;
-                states.push(st);
+                states.extend(st);
+            }
+            if let Some(p) = processor {
+                // The readers hung up: the processor drains the queue and returns.
+                let (st, f) = p
+                    .join()
+                    .map_err(|_| io::Error::other("processing thread panicked"))?;
+                ok &= f;
+                states = st;
             }
             (states, ok, None)
         }

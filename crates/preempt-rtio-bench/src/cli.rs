@@ -12,15 +12,18 @@ use crate::cell::{Design, extra_label};
 
 /// Long help appended to `--help`.
 pub const ABOUT: &str = "Runs the Zephyr RTIO talk's table: ODR {3200,6400} x extra streams {none, 1@100Hz, \
-2@100Hz, 1@400Hz, 2@400Hz} x {thread-based, RTIO-based}, on the simulated SPI bus (default) and/or \
-the memfd register window. --sweep instead raises --work-us at 6400 Hz + 2@400Hz until each design \
-first misses an event and reports both break points. Both designs read every sample on its \
-data-ready interrupt (the talk does not say its RTIO row used the FIFO watermark, and its equal \
-latencies suggest it did not). Thread-based: one SCHED_FIFO thread per device, blocking transfers \
-one at a time. RTIO-based: one thread, one io_uring context (DEFER_TASKRUN, registered files, \
-RECV+POLL_FIRST for the last read of a chain, no completion eventfd), one linked chain per device \
-and interrupt; on --bus spi the chain queues the three read commands before reading the three \
-responses (--rtio-spi). Each cell's JSON records the RTIO backend's features. \
+2@100Hz, 1@400Hz, 2@400Hz} x designs, on the simulated SPI bus (default), the SPI bus with one \
+transaction per sample (spi-txn) and/or the memfd register window. --sweep instead raises --work-us \
+at 6400 Hz + 2@400Hz until each design first misses an event and reports the break points. Every \
+design reads every sample on its data-ready interrupt (the same trigger for all). thread: one \
+SCHED_FIFO thread per device, blocking transfers (on spi the three commands queued, then the \
+three responses: --thread-spi). pipelined: per device a blocking reader thread plus one \
+processing thread one priority below. rtio: one thread, one io_uring context (DEFER_TASKRUN, \
+registered files, RECV+POLL_FIRST, no completion eventfd), one linked chain per device and \
+interrupt, the next chain armed before the frames are processed and task work reaped between \
+frames (IORING_SQ_TASKRUN); rtio-serial: the same, re-armed after processing. The memfd register \
+file is opened O_NONBLOCK for RTIO, so its reads run inline in the kernel chain. Each cell's \
+JSON records the RTIO backend's features. \
 Exit codes: 0 ok, 1 runtime error, 2 bad flags.";
 
 /// Register bus of the simulated devices (`--bus`).
@@ -133,22 +136,28 @@ pub struct Args {
     /// 1@400Hz, 2@400Hz (the "Hz" may be left out). Default: all five (the talk's rows).
     #[arg(long, value_delimiter = ',')]
     pub extra: Vec<String>,
-    /// Designs to run, comma-separated: thread, rtio. Default: both (e.g. `--design rtio`
-    /// to profile one design alone).
+    /// Designs to run, comma-separated: thread, pipelined, rtio, rtio-serial. Default:
+    /// thread, rtio, the talk's two (e.g. `--design thread,pipelined,rtio` for the strongest
+    /// thread baseline beside them, `--design rtio` to profile one design alone).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub design: Vec<DesignArg>,
     /// How the RTIO design uses the `spi` bus: `queued` (default) queues the three read
     /// commands of an interrupt to the bus at once and then reads the three responses, as an
     /// RTIO submission queue in front of a bus driver does; `sequential` sends each command
-    /// only after the previous response, like the thread-based design's blocking transfers.
-    /// The thread-based design is always sequential (a blocking transfer API).
-    #[arg(long, value_enum, default_value_t = RtioSpiArg::Queued)]
-    pub rtio_spi: RtioSpiArg,
+    /// only after the previous response (`--thread-spi sequential`'s bus usage).
+    #[arg(long, value_enum, default_value_t = SpiModeArg::Queued)]
+    pub rtio_spi: SpiModeArg,
+    /// How the thread designs (thread, pipelined) use the `spi` bus: `queued` (default)
+    /// writes the three read commands, then reads the three responses — the same bus usage
+    /// as the RTIO chain, so the comparison is fair; `sequential` does one blocking
+    /// (command, response) transfer at a time (one bus wake-up per transfer).
+    #[arg(long, value_enum, default_value_t = SpiModeArg::Queued)]
+    pub thread_spi: SpiModeArg,
 }
 
-/// RTIO use of the SPI bus (`--rtio-spi`).
+/// Use of the SPI bus (`--rtio-spi`, `--thread-spi`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum RtioSpiArg {
+pub enum SpiModeArg {
     /// All three commands queued, then the three responses.
     Queued,
     /// One command/response pair at a time.
@@ -158,10 +167,15 @@ pub enum RtioSpiArg {
 /// A consumer design (`--design`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum DesignArg {
-    /// One blocking SCHED_FIFO thread per device.
+    /// One blocking SCHED_FIFO thread per device, reading and processing.
     Thread,
-    /// One thread driving an RTIO context.
+    /// Per device a blocking reader thread, plus one processing thread one priority below.
+    Pipelined,
+    /// One thread driving an RTIO context, overlapped (next chain armed before processing).
     Rtio,
+    /// One thread driving an RTIO context, each chain re-armed after processing.
+    #[value(name = "rtio-serial")]
+    RtioSerial,
 }
 
 /// Validated configuration.
@@ -197,6 +211,8 @@ pub struct Config {
     pub designs: Vec<Design>,
     /// RTIO design's use of the SPI bus.
     pub rtio_spi: SpiMode,
+    /// Thread designs' use of the SPI bus.
+    pub thread_spi: SpiMode,
 }
 
 /// The talk's extra-stream rows.
@@ -298,17 +314,21 @@ impl Config {
         } {
             let d = match d {
                 DesignArg::Thread => Design::ThreadBased,
+                DesignArg::Pipelined => Design::Pipelined,
                 DesignArg::Rtio => Design::RtioBased,
+                DesignArg::RtioSerial => Design::RtioSerial,
             };
             if !designs.contains(&d) {
                 designs.push(d);
             }
         }
+        let mode = |m: SpiModeArg| match m {
+            SpiModeArg::Queued => SpiMode::Queued,
+            SpiModeArg::Sequential => SpiMode::Sequential,
+        };
         Ok(Config {
-            rtio_spi: match a.rtio_spi {
-                RtioSpiArg::Queued => SpiMode::Queued,
-                RtioSpiArg::Sequential => SpiMode::Sequential,
-            },
+            rtio_spi: mode(a.rtio_spi),
+            thread_spi: mode(a.thread_spi),
             extra_rows,
             designs,
             duration_ns: (a.duration * 1e9) as u64,
@@ -404,7 +424,10 @@ mod tests {
         assert_eq!((d.buses[0].label(), d.bus_ns_per_byte), ("spi", 800));
         assert_eq!(d.extra_rows.len(), 5);
         assert_eq!(d.designs, vec![Design::ThreadBased, Design::RtioBased]);
-        assert_eq!(d.rtio_spi, SpiMode::Queued);
+        assert_eq!(
+            (d.rtio_spi, d.thread_spi),
+            (SpiMode::Queued, SpiMode::Queued)
+        );
     }
 
     #[test]
@@ -416,8 +439,11 @@ mod tests {
             "rtio",
             "--rtio-spi",
             "sequential",
+            "--thread-spi",
+            "sequential",
         ])
         .unwrap();
+        assert_eq!(c.thread_spi, SpiMode::Sequential);
         assert_eq!(c.extra_rows, vec![vec![400, 400], vec![]]);
         assert_eq!(c.designs, vec![Design::RtioBased]);
         assert_eq!(c.rtio_spi, SpiMode::Sequential);

@@ -112,6 +112,7 @@ fn spec(
         transaction: bus.transaction,
         bus_ns_per_byte: cfg.bus_ns_per_byte,
         rtio_spi: cfg.rtio_spi,
+        thread_spi: cfg.thread_spi,
     }
 }
 

@@ -12,9 +12,9 @@ pub const SCHEMA_VERSION: u32 = 3;
 /// One sweep's outcome for one design.
 #[derive(Clone, Debug, Serialize)]
 pub struct BreakPoint {
-    /// "thread" or "rtio".
+    /// "thread", "pipelined", "rtio" or "rtio-serial".
     pub design: String,
-    /// "spi" or "memfd".
+    /// "spi", "spi-txn" or "memfd".
     pub bus: String,
     /// IMU ODR of the sweep.
     pub odr_hz: u32,
@@ -71,12 +71,13 @@ fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
 }
 
-/// Formats the table: one row per (ODR, extra streams), thread and RTIO side by side, as in
-/// the talk; a design that missed events shows "missing" in its latency/jitter columns.
+/// Formats the table: one row per cell, grouped by (bus, ODR, extra streams), the designs of a
+/// group one under the other. `xbest` is the cell's process CPU per frame over the best
+/// (lowest) thread design's (thread, pipelined) in its group: the issue-16 goal is RTIO ≤ 1.00.
 pub fn table(cells: &[CellResult]) -> String {
     let mut out = String::new();
     out.push_str(
-        "bus   ODR   extra      | CPU% thread  rtio | proc% thread  rtio | lat p50/p99/max us: thread        rtio            | jitter pp/sigma us: thread    rtio        | missed thread rtio | cs/sample thread rtio | iou-wrk\n",
+        "bus   ODR   extra    design      | CPU%  proc% us/frame xbest | lat p50/p99/max us    | jitter pp/sigma us | missed cs/frame iou-wrk\n",
     );
     let mut keys: Vec<(String, u32, String)> = Vec::new();
     for c in cells {
@@ -86,40 +87,46 @@ pub fn table(cells: &[CellResult]) -> String {
         }
     }
     for (bus, odr, extra) in keys {
-        let find = |d: &str| {
-            cells.iter().find(|c| {
-                c.bus == bus && c.odr_hz == odr && c.extra_streams == extra && c.design == d
-            })
-        };
-        let (t, r) = (find("thread"), find("rtio"));
-        let f = |c: Option<&CellResult>, g: &dyn Fn(&CellResult) -> String| c.map_or("-".into(), g);
-        let lat = |c: &CellResult| {
-            let s = format!(
-                "{}/{}/{}",
+        let group: Vec<&CellResult> = cells
+            .iter()
+            .filter(|c| c.bus == bus && c.odr_hz == odr && c.extra_streams == extra)
+            .collect();
+        let best_thread = group
+            .iter()
+            .filter(|c| c.design == "thread" || c.design == "pipelined")
+            .map(|c| c.process_cpu_per_sample_ns)
+            .fold(f64::INFINITY, f64::min);
+        for c in group {
+            let lat = format!(
+                "{}/{}/{}{}",
                 us(c.latency_p50_ns),
                 us(c.latency_p99_ns),
-                us(c.latency_max_ns)
+                us(c.latency_max_ns),
+                if c.missed() { "*" } else { "" }
             );
-            if c.missed() { format!("{s}*") } else { s }
-        };
-        let jit =
-            |c: &CellResult| format!("{}/{}", us(c.jitter_pp_ns), us(c.jitter_sigma_ns as u64));
-        out.push_str(&format!(
-            "{bus:<5} {odr:<5} {extra:<10} | {:>11} {:>5} | {:>12} {:>5} | {:>26} {:>16} | {:>25} {:>11} | {:>13} {:>4} | {:>16} {:>4} | {:>7}\n",
-            f(t, &|c| format!("{:.1}", c.consumer_cpu_load_pct)),
-            f(r, &|c| format!("{:.1}", c.consumer_cpu_load_pct)),
-            f(t, &|c| format!("{:.1}", c.process_cpu_pct)),
-            f(r, &|c| format!("{:.1}", c.process_cpu_pct)),
-            f(t, &lat),
-            f(r, &lat),
-            f(t, &jit),
-            f(r, &jit),
-            f(t, &|c| (c.missed_events + c.fifo_full_drops.saturating_sub(c.missed_events)).to_string()),
-            f(r, &|c| (c.missed_events + c.fifo_full_drops.saturating_sub(c.missed_events)).to_string()),
-            f(t, &|c| format!("{:.2}", c.context_switches_per_sample)),
-            f(r, &|c| format!("{:.2}", c.context_switches_per_sample)),
-            f(r, &|c| c.iowq_workers.to_string()),
-        ));
+            let xbest = if best_thread.is_finite() && best_thread > 0.0 {
+                format!("{:.2}", c.process_cpu_per_sample_ns / best_thread)
+            } else {
+                "-".into()
+            };
+            out.push_str(&format!(
+                "{bus:<5} {odr:<5} {extra:<8} {:<11} | {:>5.1} {:>5.1} {:>8.2} {:>5} | {:>21} | {:>18} | {:>6} {:>9.2} {:>7}\n",
+                c.design,
+                c.consumer_cpu_load_pct,
+                c.process_cpu_pct,
+                c.process_cpu_per_sample_ns / 1000.0,
+                xbest,
+                lat,
+                format!("{}/{}", us(c.jitter_pp_ns), us(c.jitter_sigma_ns as u64)),
+                c.missed_events.max(c.fifo_full_drops),
+                c.context_switches_per_sample,
+                if c.rtio_backend.is_some() {
+                    c.iowq_workers.to_string()
+                } else {
+                    "-".into()
+                },
+            ));
+        }
     }
     out.push_str("(* = the design missed events in this cell: the talk's \"Missing events\")\n");
     out

@@ -60,6 +60,21 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 use crate::histogram::{Digits2, Histogram, HistogramSnapshot, Precision};
 
+/// A coalesced window's share for one task ([`TaskStats::record_coalesced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coalesced {
+    /// This task's jobs in the window.
+    pub jobs: u64,
+    /// All jobs in the window (every task of the executor).
+    pub window_jobs: u64,
+    /// The window's first job's start.
+    pub start_ns: u64,
+    /// The window's last job's end.
+    pub end_ns: u64,
+    /// The earliest release among this task's jobs in the window.
+    pub earliest_release_ns: u64,
+}
+
 /// What the executor knows when a job returns. Times are absolute CLOCK_MONOTONIC ns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {
@@ -92,6 +107,7 @@ pub struct TaskStats<P: Precision = Digits2> {
     max_lateness: AtomicI64,
     minor_faults: AtomicU64,
     major_faults: AtomicU64,
+    coalesced: AtomicU64,
 }
 
 impl<P: Precision> fmt::Debug for TaskStats<P> {
@@ -146,6 +162,7 @@ impl<P: Precision> TaskStats<P> {
             max_lateness: AtomicI64::new(NO_LATENESS),
             minor_faults: AtomicU64::new(0),
             major_faults: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
         }
     }
 
@@ -195,6 +212,35 @@ impl<P: Precision> TaskStats<P> {
                 self.consecutive.store(0, Relaxed);
             }
         }
+    }
+
+    /// `window.jobs` jobs of this task ran in a window of `window.window_jobs` back-to-back
+    /// jobs of one executor that was timed as a whole, by one pair of stamps (the executor
+    /// coalesces short jobs so that a job costs no counter read; see `preempt`'s executor,
+    /// "Accounting"). Counts stay exact; the times become bounds: each job's execution time
+    /// and response time are at most the window's length (resp. the window's end minus the
+    /// earliest release), its release latency at most `end - earliest release`; the window's
+    /// time is shared out evenly for the mean (exact for the window as a whole). Jobs with
+    /// deadlines are never coalesced, so misses and lateness stay exact.
+    #[inline]
+    pub fn record_coalesced(&self, window: Coalesced) {
+        debug_assert!(window.jobs > 0 && window.jobs <= window.window_jobs);
+        add(&self.releases, window.jobs);
+        add(&self.completions, window.jobs);
+        add(&self.coalesced, window.jobs);
+        let length = window.end_ns.saturating_sub(window.start_ns);
+        let waited = window.end_ns.saturating_sub(window.earliest_release_ns);
+        self.latency.record_n(waited, window.jobs);
+        // This task's share of the window, for the sum (the mean) and as its jobs' typical
+        // execution time for the minimum.
+        let share = u64::try_from(
+            u128::from(length) * u128::from(window.jobs) / u128::from(window.window_jobs.max(1)),
+        )
+        .unwrap_or(u64::MAX);
+        add(&self.exec_sum, share);
+        lower(&self.exec_min, share / window.jobs.max(1));
+        raise(&self.exec_max, length);
+        raise(&self.response_max, waited);
     }
 
     /// `count` releases were dropped by the overrun policy (never started).
@@ -251,6 +297,7 @@ impl<P: Precision> TaskStats<P> {
             max_lateness_ns: (lateness != NO_LATENESS).then_some(lateness),
             minor_faults: self.minor_faults.load(Relaxed),
             major_faults: self.major_faults.load(Relaxed),
+            coalesced_jobs: self.coalesced.load(Relaxed),
         }
     }
 }
@@ -289,6 +336,10 @@ pub struct TaskSnapshot {
     pub minor_faults: u64,
     /// Major page faults taken while the task ran.
     pub major_faults: u64,
+    /// Jobs timed as part of a coalesced window ([`TaskStats::record_coalesced`]): their
+    /// execution, response and latency figures are bounds, not exact values.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub coalesced_jobs: u64,
 }
 
 /// Formats nanoseconds for people: `850 ns`, `12.3 µs`, `1.50 ms`, `2.00 s`.
@@ -401,6 +452,27 @@ mod tests {
             cpu_ns: None,
             deadline_ns: deadline,
         }
+    }
+
+    #[test]
+    fn a_coalesced_window_keeps_counts_exact_and_times_as_bounds() {
+        let stats: TaskStats = TaskStats::new("t");
+        // 3 of a window's 4 jobs, window 1000..1400 ns, earliest release at 900.
+        stats.record_coalesced(Coalesced {
+            jobs: 3,
+            window_jobs: 4,
+            start_ns: 1_000,
+            end_ns: 1_400,
+            earliest_release_ns: 900,
+        });
+        let s = stats.snapshot();
+        assert_eq!((s.releases, s.completions, s.coalesced_jobs), (3, 3, 3));
+        assert_eq!(s.release_latency.count, 3);
+        assert_eq!(s.release_latency.max_ns, Some(500));
+        assert_eq!(s.exec_max_ns, Some(400));
+        assert_eq!(s.exec_mean_ns, Some(100.0));
+        assert_eq!(s.response_max_ns, Some(500));
+        assert_eq!(s.deadline_misses, 0);
     }
 
     #[test]

@@ -225,6 +225,36 @@ pub mod __private {
     /// Compile-time check that a read-only resource may be read from several threads.
     pub const fn assert_sync<T: Sync>() {}
 
+    /// The arguments of a `local_task` (RTIC v2) in its level's message queue: they need not
+    /// be `Send`, because only tasks of that level spawn it (`cx.local_spawner`), on the
+    /// level's own thread, and that thread dispatches the message.
+    pub struct LocalMsg<T>(T);
+
+    // SAFETY: a `LocalMsg` is only created by `LocalMsg::new`, whose contract is that it is
+    // created on the executor thread that will dispatch it; it sits in that executor's
+    // queue (a static, hence the `Send` bound the queue needs) but never moves to or is
+    // touched by another thread.
+    unsafe impl<T> Send for LocalMsg<T> {}
+
+    impl<T> LocalMsg<T> {
+        /// Wraps a local task's arguments.
+        ///
+        /// # Safety
+        ///
+        /// Call it on the executor thread of the local task's level, and spawn the message
+        /// from that thread (so it goes to that thread's ready ring and is dispatched there).
+        #[inline(always)]
+        pub unsafe fn new(args: T) -> Self {
+            LocalMsg(args)
+        }
+
+        /// The arguments, on the dispatching (same) thread.
+        #[inline(always)]
+        pub fn into_inner(self) -> T {
+            self.0
+        }
+    }
+
     /// Compile-time check that a `binds = ..` field holds an fd event source.
     pub const fn assert_fd_source<T: preempt_io::fd::FdSource>() {}
 

@@ -20,7 +20,7 @@
 //! ```
 //!
 //! SIGINT and SIGTERM are blocked in every thread of the app from before `init` and taken
-//! by one thread (see [`crate::stop_signals`]): the first stops the app like [`exit`] with
+//! by one thread (module `stop_signals`): the first stops the app like [`exit`] with
 //! code 130 / 143 and the statistics are kept (marked `stopped_by`); a second exits at once.
 //!
 //! With `clock = mock` the app runs in the simulator instead (see [`crate::sim`]): no
@@ -253,7 +253,9 @@ fn set_up_thread(priority: u8, soft: bool, cpus: Option<&[usize]>, stack: usize)
             )
         })?;
     }
-    if !soft {
+    // Priority 0 (async tasks that run when nothing else does, RTIC v2's priority-0 tasks)
+    // stays SCHED_OTHER, like idle.
+    if !soft && priority > 0 {
         sched::set_current_thread_policy(&sched::Policy::Fifo { priority }).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -303,6 +305,10 @@ pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
     }
     if config.accounting {
         driver::install_stamp_counter();
+    }
+    if let Err(err) = crate::resource::configure_lock_sampling() {
+        eprintln!("preempt: app `{}`: {err}", config.name);
+        return 1;
     }
     // Before `init`, so that every thread of the app inherits the blocked mask.
     let signals = match stop_signals::install(config.name, move |signal| {

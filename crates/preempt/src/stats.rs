@@ -167,7 +167,12 @@ pub struct LockReport {
     pub ceiling: u8,
     /// Locks taken.
     pub locks: u64,
-    /// Longest hold, ns.
+    /// Whether these sections can block another task (priority below the ceiling), so are
+    /// timed (see `preempt::resource`, "Measured critical sections").
+    pub needs_timing: bool,
+    /// Sections timed: the job's first, then one in 32 (`PREEMPT_LOCK_SAMPLE=1`: all).
+    pub timed: u64,
+    /// Longest timed hold, ns.
     pub longest_ns: u64,
     /// Most locks in one job.
     pub max_per_job: u32,
@@ -261,6 +266,8 @@ impl AppStats {
                 priority: l.priority,
                 ceiling: l.ceiling,
                 locks: l.locks(),
+                needs_timing: l.needs_timing,
+                timed: l.timed(),
                 longest_ns: l.longest_ns(),
                 max_per_job: l.max_per_job(),
             })
@@ -464,10 +471,17 @@ impl fmt::Display for Summary<'_> {
         if !locks.is_empty() {
             writeln!(f, "critical sections (PCP):")?;
             for l in locks {
+                let longest = if !l.needs_timing {
+                    "not timed: blocks nobody".to_owned()
+                } else if l.timed < l.locks {
+                    format!("longest {} ns of {} timed", l.longest_ns, l.timed)
+                } else {
+                    format!("longest {} ns", l.longest_ns)
+                };
                 writeln!(
                     f,
-                    "  {} in {} (prio {}, ceiling {}): {} locks, longest {} ns, up to {} per job",
-                    l.resource, l.task, l.priority, l.ceiling, l.locks, l.longest_ns, l.max_per_job
+                    "  {} in {} (prio {}, ceiling {}): {} locks, {longest}, up to {} per job",
+                    l.resource, l.task, l.priority, l.ceiling, l.locks, l.max_per_job
                 )?;
             }
         }

@@ -66,6 +66,10 @@ pub(crate) struct LocalState {
     pub(crate) async_release_ns: Cell<u64>,
     pub(crate) async_start_ns: Cell<u64>,
     pub(crate) async_exec_ns: Cell<u64>,
+    /// Jobs of the task in the executor's open coalesced window.
+    pub(crate) window_jobs: Cell<u32>,
+    /// The earliest release among them.
+    pub(crate) window_release_ns: Cell<u64>,
 }
 
 // SAFETY: `ready` and `local` are only touched by the executor thread of the task's level
@@ -96,6 +100,8 @@ impl TaskControl {
                 async_release_ns: Cell::new(0),
                 async_start_ns: Cell::new(0),
                 async_exec_ns: Cell::new(0),
+                window_jobs: Cell::new(0),
+                window_release_ns: Cell::new(0),
             },
         }
     }

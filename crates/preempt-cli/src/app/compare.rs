@@ -39,6 +39,18 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
     for r in &args.runs {
         runs.push(load_run(r, &args.history.config())?);
     }
+    // A partial run can neither pass nor fail a gate: it measured less than it says.
+    for r in &runs {
+        for why in &r.partial {
+            if args.baseline.is_some() && !args.allow_partial {
+                bail!(
+                    "{why}; a partial run cannot be a baseline or be checked against one: \
+                     re-run it to completion, or pass --allow-partial"
+                );
+            }
+            eprintln!("preempt: note: {why}");
+        }
+    }
     // Labels must tell runs apart.
     for i in 0..runs.len() {
         if runs.iter().filter(|r| r.label == runs[i].label).count() > 1 {

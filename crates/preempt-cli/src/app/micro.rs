@@ -6,13 +6,17 @@ use std::sync::atomic::Ordering::Relaxed;
 use anyhow::{Context, Result};
 use preempt_io::sys::cpu;
 
+use super::print_json;
 use crate::cli::MicroArgs;
 use crate::config::{OutputConfig, RtConfig};
-use crate::error::{EXIT_INTERRUPTED, EXIT_OK};
+use crate::error::{EXIT_OK, PrivilegeError};
+use crate::export::Sink;
 use crate::measure::RtEnvironment;
-use crate::micro::{self, MicroBench, MicroConfig, MicroResult, framework, micro_of, run_file};
+use crate::micro::{self, MicroBench, MicroConfig, MicroResult, framework, micro_of};
 use crate::progress::Progress;
-use crate::stress;
+use crate::results::RunResult;
+use crate::session::Session;
+use crate::stress::{self, StressGuard};
 use crate::warnings::Warning;
 
 /// `preempt micro`: runs, prints the table, writes `--export-json`/`--export-csv`, records the
@@ -26,11 +30,17 @@ pub fn run(args: &MicroArgs, argv: Vec<String>) -> Result<u8> {
     let online = cpu::online_cpus().context("cannot read the online CPUs")?;
     let cfg = MicroConfig::from_args(args, &online)?;
     let output = OutputConfig::from(&args.output);
-    let sink =
-        crate::export::Sink::new(output.export_json.as_deref(), output.export_csv.as_deref());
-    sink.preflight()?;
+    let mut session = Session::start(
+        "micro",
+        argv,
+        Sink::new(output.export_json.as_deref(), output.export_csv.as_deref()),
+        &[],
+        args.history.config(),
+    )?;
     let stop = crate::measure::install_stop_flag()?;
     let env = RtEnvironment::prepare(RtConfig::from(&args.rt));
+    session.warnings.extend(env.warnings.iter().cloned());
+    session.add_machine_warnings(&[cfg.cpu]);
     eprintln!(
         "preempt: microbenchmarks on CPU {}, {}{}",
         cfg.cpu,
@@ -46,32 +56,46 @@ pub fn run(args: &MicroArgs, argv: Vec<String>) -> Result<u8> {
         }
     );
     let mut progress = Progress::new("micro", output.progress);
-    let mut file = run_file(&cfg, argv, &stop, &mut |d, t, what| {
+    let stressors = StressGuard::start(&cfg.stress)?;
+    let (result, run_warnings) = micro::measure(&cfg, &stop, &mut |d, t, what| {
         progress.update(d as f64 / t.max(1) as f64, what)
     })?;
+    drop(stressors);
     progress.finish();
-    file.warnings
-        .splice(0..0, env.warnings.iter().map(Warning::to_record));
-    sink.write(&file)?;
-    crate::history::record_quietly(&args.history.config(), &file, output.export_json.as_deref());
+    session.warnings.extend(run_warnings);
+    if stop.load(Relaxed) {
+        session.warnings.push(Warning::Interrupted);
+    }
+    let mut file = session.file(RunResult::Micro(Box::new(result)));
+    file.interrupted = stop.load(Relaxed);
+    let saved = session.save(&file);
     for w in &file.warnings {
         eprintln!("preempt: warning: {} ({})", w.message, w.hint);
     }
     if output.json_stdout {
-        let mut out = std::io::stdout().lock();
-        out.write_all(&crate::export::Exporter::serialize(
-            &crate::export::json::JsonExporter,
-            &file,
-        )?)?;
-        out.flush()?;
+        print_json(&file)?;
     } else {
         print_table(micro_of(&file)?)?;
     }
-    Ok(if stop.load(Relaxed) {
-        EXIT_INTERRUPTED
-    } else {
-        EXIT_OK
-    })
+    if stop.load(Relaxed) {
+        return saved.exit(crate::measure::interrupted_exit_code());
+    }
+    // SCHED_FIFO refused: the real-time rows could not run. The figures above are kept and
+    // written; the exit code says the run is not what was asked (exit 3).
+    if let Some(Warning::RealTimeRefused {
+        requested, grant, ..
+    }) = session
+        .warnings
+        .iter()
+        .find(|w| matches!(w, Warning::RealTimeRefused { .. }))
+    {
+        if saved.error.is_none() {
+            return Err(anyhow::Error::new(PrivilegeError(format!(
+                "{requested} was refused, so the real-time benchmarks did not run: {grant}"
+            ))));
+        }
+    }
+    saved.exit(EXIT_OK)
 }
 
 fn print_table(m: &MicroResult) -> Result<()> {

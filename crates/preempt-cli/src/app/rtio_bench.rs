@@ -4,17 +4,17 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{Context, Result};
-use preempt_io::sys::clock;
 use preempt_rtio_bench::cli::Config;
 use preempt_rtio_bench::control::{RunControl, StopNotice};
 use preempt_rtio_bench::report::Document;
 
 use crate::cli::RtioBenchArgs;
-use crate::error::{EXIT_INTERRUPTED, EXIT_OK, usage};
+use crate::error::{EXIT_OK, usage};
 use crate::export::Sink;
 use crate::results::rtio::RtioBenchResult;
-use crate::results::{ResultFile, RunResult, WarningRecord};
+use crate::results::{RunResult, WarningRecord};
 use crate::rtio::{bench_error, cell_warnings, groups, settings};
+use crate::session::Session;
 use crate::warnings::Warning;
 use crate::{measure, sysinfo};
 
@@ -22,12 +22,14 @@ use crate::{measure, sysinfo};
 pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
     // Validate every flag before anything runs (the benchmark repeats this per group).
     let cfg = Config::from_args(&args.bench).map_err(usage)?;
-    let sink = Sink::new(cfg.json.as_deref(), None);
-    sink.preflight()?;
-    let t0 = clock::monotonic_now_ns();
-    let started = crate::results::unix_ms_now();
-    let info = sysinfo::collect(argv.clone());
-    let machine: Vec<WarningRecord> = sysinfo::machine_warnings(&info, &[cfg.consumer_cpu])
+    let session = Session::start(
+        "rtio_bench",
+        argv.clone(),
+        Sink::new(cfg.json.as_deref(), None),
+        &[],
+        args.history.config(),
+    )?;
+    let machine: Vec<WarningRecord> = sysinfo::machine_warnings(&session.info, &[cfg.consumer_cpu])
         .iter()
         .map(|w| {
             let mut r = w.to_record();
@@ -45,9 +47,7 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
         ..RtioBenchResult::default()
     };
     let file = |r: &RtioBenchResult, complete: bool, interrupted: bool| {
-        let mut f = ResultFile::new(info.clone(), RunResult::RtioBench(Box::new(r.clone())));
-        f.started_unix_ms = started;
-        f.elapsed_ns = clock::monotonic_now_ns() - t0;
+        let mut f = session.file(RunResult::RtioBench(Box::new(r.clone())));
         f.complete = complete;
         f.interrupted = interrupted;
         f.warnings = machine.clone();
@@ -73,7 +73,7 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
         let mut on_cell = |doc: &Document| {
             let mut so_far = result.clone();
             so_far.absorb(doc);
-            match sink.write(&file(&so_far, false, false)) {
+            match session.write_partial(&file(&so_far, false, false)) {
                 Ok(()) => wrote = true,
                 Err(e) => {
                     write_error.get_or_insert(e);
@@ -98,7 +98,7 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
                     // Keep the groups that finished before the failure. (When the failing
                     // group finished a cell, the file holds those and the group's finished
                     // cells already, from its last `on_cell`.)
-                    sink.write(&file(&result, false, false))?;
+                    session.write_partial(&file(&result, false, false))?;
                 }
                 return Err(bench_error(e));
             }
@@ -106,7 +106,7 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
     }
     drop(notice);
     let f = file(&result, true, interrupted);
-    sink.write(&f)?;
+    let saved = session.save(&f);
     // Same lines as `warnings::print`, from the records (some are the cells' own).
     for w in &f.warnings {
         eprintln!("warning: {}\n  hint: {}", w.message, w.hint);
@@ -122,8 +122,8 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
              `preempt compare`"
         ),
     }
-    Ok(if interrupted {
-        EXIT_INTERRUPTED
+    saved.exit(if interrupted {
+        measure::interrupted_exit_code()
     } else {
         EXIT_OK
     })

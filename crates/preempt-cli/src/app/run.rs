@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use preempt_io::sys::clock::monotonic_now_ns;
 use preempt_io::sys::cpu;
 
-use crate::cli::{LatencyArgs, OutputArgs, RtArgs, RunArgs, StressArgs};
+use crate::cli::{HistoryArgs, LatencyArgs, OutputArgs, RtArgs, RunArgs, StressArgs};
 use crate::config::{
     LatencyConfig, PolicyArg, RtConfig, SetArg, SourceArg, StressConfig, StressKind, StressTool,
 };
@@ -165,6 +165,11 @@ fn latency_args(
             export_csv: None,
             no_progress: true,
         },
+        // The suite records its runs itself, once each, after the report.
+        history: HistoryArgs {
+            history_db: None,
+            no_history: true,
+        },
     }
 }
 
@@ -231,8 +236,7 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             args.out.display()
         )));
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    crate::export::create_output_dir(&args.out)?;
     let dir = args.out.as_path();
     let preset = Preset::of(args);
     let online = cpu::online_cpus().context("cannot read the online CPUs")?;
@@ -290,10 +294,14 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     });
     let (policy, fallback) = match &rt_ok {
         Ok(()) => (PolicyArg::Fifo, Vec::new()),
-        Err(_) => (
+        Err(e) => (
             PolicyArg::Other,
-            vec![Warning::NotRealTimePolicy {
-                policy: "other (SCHED_FIFO not permitted)".into(),
+            vec![Warning::RealTimeRefused {
+                requested: format!("SCHED_FIFO {}", args.priority),
+                error: e.clone(),
+                grant: crate::error::privilege_hint(&preempt_io::sys::sched::Policy::Fifo {
+                    priority: args.priority,
+                }),
             }],
         ),
     };
@@ -396,6 +404,11 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     if !args.history.no_history {
         record_all(&args.history.config(), &inputs);
     }
+    // The verdict in the terminal too (on a robot over SSH there is no browser): the same
+    // summary as the report's, at most 15 lines with the paths.
+    for line in terminal_verdict(&crate::report::verdict(&inputs)) {
+        println!("{line}");
+    }
     println!("report: {}", w.index.display());
     println!(
         "results: {}",
@@ -420,6 +433,24 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
         return Ok(EXIT_FAILURE);
     }
     Ok(EXIT_OK)
+}
+
+/// The report's summary as at most 13 terminal lines (the caller adds the report and results
+/// paths): the verdict, then one line per headline figure.
+pub fn terminal_verdict(v: &crate::report::Verdict) -> Vec<String> {
+    let tag = match v.class {
+        "good" => "GOOD",
+        "bad" => "BAD",
+        _ => "WARN",
+    };
+    let mut lines = vec![format!("verdict [{tag}]: {}", v.text)];
+    lines.extend(
+        v.cards
+            .iter()
+            .take(12)
+            .map(|(k, x, s)| format!("  {k}: {x} ({s})")),
+    );
+    lines
 }
 
 fn record_all(args: &HistoryConfig, inputs: &[crate::results::input::Input]) {

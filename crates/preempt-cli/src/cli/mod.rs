@@ -112,6 +112,9 @@ pub struct CheckArgs {
     /// Also write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt latency`.
@@ -172,6 +175,9 @@ pub struct LatencyArgs {
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt matrix`.
@@ -201,6 +207,9 @@ pub struct MatrixArgs {
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt wakeup`.
@@ -246,6 +255,9 @@ pub struct WakeupArgs {
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// The internal stress worker.
@@ -312,6 +324,9 @@ pub struct RtioBenchArgs {
     /// The flags of `preempt-rtio-bench` (the same as the `rtio-bench` binary's).
     #[command(flatten)]
     pub bench: preempt_rtio_bench::Args,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt report`.
@@ -364,6 +379,11 @@ pub struct CompareArgs {
     /// Print the comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Let partial runs (`complete: false`, or interrupted) be a baseline or a candidate of
+    /// --baseline; without it they are refused, since they cover less than the run they
+    /// are compared with.
+    #[arg(long)]
+    pub allow_partial: bool,
     /// History database for run ids.
     #[command(flatten)]
     pub history: HistoryArgs,

@@ -32,6 +32,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
+pub use crate::error::EXIT_REGRESSION;
 use crate::error::usage;
 use crate::history::{History, HistoryConfig};
 use crate::report::html::{self, Cell, cls, num, td};
@@ -41,10 +42,6 @@ use crate::results::input::{self, Input, Loaded};
 use crate::results::micro::CycleSummary;
 use crate::results::{Distribution, RunResult};
 use crate::stats::summary::Summary;
-
-/// Exit code: a figure regressed beyond its `--max-ratio` (documented in `preempt compare
-/// --help`; 1–4 and 130 are taken, see [`crate::error`]).
-pub const EXIT_REGRESSION: u8 = 5;
 
 /// A statistic of a distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -176,6 +173,10 @@ pub struct Run {
     pub figures: Vec<Figure>,
     /// Plain numbers (rtio-bench cells and break points), `(key, quantity)` unique.
     pub scalars: Vec<rtio::Scalar>,
+    /// Why the run does not cover what it was asked to measure (empty = complete): a file
+    /// written while the run was going (`complete: false`) or a run stopped early
+    /// (`interrupted`). `compare --baseline` refuses such runs unless `--allow-partial`.
+    pub partial: Vec<String>,
 }
 
 fn fig(key: String, qualifier: &str, dist: Option<&Distribution>, summary: Summary) -> Figure {
@@ -288,6 +289,27 @@ fn disambiguate(mut figs: Vec<Figure>) -> Vec<Figure> {
     figs
 }
 
+/// Why an input is partial, if it is: `complete: false` (the writer never finished) or
+/// `interrupted` (Ctrl-C, SIGTERM, `--break-at`).
+pub fn partial_reason(i: &Input) -> Option<String> {
+    let Loaded::Result(r) = &i.loaded else {
+        return None;
+    };
+    if !r.complete {
+        Some(format!(
+            "{} is incomplete (complete: false: the run stopped before writing its final result)",
+            i.label
+        ))
+    } else if r.interrupted {
+        Some(format!(
+            "{} was interrupted (interrupted: true: it covers only part of the planned run)",
+            i.label
+        ))
+    } else {
+        None
+    }
+}
+
 /// Resolves one RUN argument: an existing path, else a history run id.
 pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
     let path = Path::new(arg);
@@ -332,11 +354,13 @@ pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
             .map(|i| (i.label.clone(), rtio::scalars_of(i)))
             .collect(),
     );
+    let partial = inputs.iter().filter_map(partial_reason).collect();
     Ok(Run {
         label,
         source: arg.to_string(),
         figures,
         scalars,
+        partial,
     })
 }
 
@@ -763,6 +787,7 @@ mod tests {
                 })
                 .collect(),
             scalars: Vec::new(),
+            partial: Vec::new(),
         }
     }
 

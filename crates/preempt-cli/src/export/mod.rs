@@ -20,6 +20,7 @@ mod tests;
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -64,23 +65,22 @@ impl Sink {
         self.targets.is_empty()
     }
 
-    /// Checks that every destination directory exists, before a run starts, so a typo does
-    /// not cost a measurement.
+    /// Checks that every destination can be written, before a run starts, so a typo or a
+    /// read-only place does not cost a measurement ([`check_writable`]).
     pub fn preflight(&self) -> Result<()> {
         for (path, _) in &self.targets {
-            let dir = path
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            if !dir.is_dir() {
-                return Err(crate::error::usage(format!(
-                    "cannot write {}: directory {} does not exist",
-                    path.display(),
-                    dir.display()
-                )));
-            }
+            check_writable(path)?;
         }
         Ok(())
+    }
+
+    /// The JSON destination, if any (the file the history names as a run's source).
+    pub fn json_path(&self) -> Option<&Path> {
+        self.targets
+            .iter()
+            .find(|(p, _)| p.extension().is_some_and(|e| e == "json"))
+            .or(self.targets.first())
+            .map(|(p, _)| p.as_path())
     }
 
     /// Writes `result` to every destination, atomically.
@@ -92,6 +92,47 @@ impl Sink {
     }
 }
 
+/// Checks, without measuring anything, that `path` can be written as a file: it is not a
+/// directory, its directory exists and accepts a new file (the write goes through a temporary
+/// file and a rename there), and an existing file at `path` opens for writing. A failure is a
+/// usage error (exit 2) naming the path and why.
+pub fn check_writable(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        return Err(crate::error::usage(format!(
+            "cannot write {}: it is a directory; name a file in it, e.g. {}",
+            path.display(),
+            path.join("result.json").display()
+        )));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(crate::error::usage(format!(
+            "cannot write {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if let Err(e) = tempfile::NamedTempFile::new_in(dir) {
+        return Err(crate::error::usage(format!(
+            "cannot write {}: cannot create a file in {} ({e})",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if path.exists() {
+        if let Err(e) = fs::OpenOptions::new().append(true).open(path) {
+            return Err(crate::error::usage(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
 /// readers never see a half-written file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -99,13 +140,55 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+    // Created 0666 minus the umask (0644 by default), like any file a person writes: the
+    // temporary file's own default (0600) would survive the rename and lock others out.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".preempt-")
+        .permissions(fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("cannot write {}", path.display()))?;
     tmp.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;
+    hand_over(path);
     Ok(())
+}
+
+/// Creates `dir` (and its parents) for output, handed over like the files in it
+/// ([`hand_over`]).
+pub fn create_output_dir(dir: &Path) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut d = Some(dir);
+    while let Some(p) = d.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        missing.push(p.to_path_buf());
+        d = p.parent();
+    }
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for p in missing {
+        hand_over(&p);
+    }
+    Ok(())
+}
+
+/// Under `sudo`, gives a file or directory preempt just created to the user who ran sudo
+/// (`SUDO_UID`/`SUDO_GID`), so that `sudo preempt run` leaves a report that user can open
+/// and delete. Does nothing unless the path is owned by root (i.e. we run as root) and both
+/// variables are set; a failure only prints a note (the file itself is written).
+pub fn hand_over(path: &Path) {
+    let id = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    let (Some(uid), Some(gid)) = (id("SUDO_UID"), id("SUDO_GID")) else {
+        return;
+    };
+    if fs::metadata(path).map_or(true, |m| m.uid() != 0) {
+        return;
+    }
+    if let Err(e) = std::os::unix::fs::chown(path, Some(uid), Some(gid)) {
+        eprintln!(
+            "preempt: note: cannot give {} to the sudo user {uid}:{gid}: {e}",
+            path.display()
+        );
+    }
 }
 
 /// Reads a result file written by any exporter-compatible producer (JSON), checking the schema

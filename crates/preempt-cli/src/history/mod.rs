@@ -56,6 +56,18 @@ pub fn default_db_path() -> Option<PathBuf> {
 
 /// A one-line headline of a result, for the listing.
 pub fn headline(f: &ResultFile) -> String {
+    let mark = if !f.complete {
+        "[PARTIAL: complete false] "
+    } else if f.interrupted {
+        "[INTERRUPTED] "
+    } else {
+        ""
+    };
+    format!("{mark}{}", result_headline(f))
+}
+
+/// The headline of the measured figures alone.
+fn result_headline(f: &ResultFile) -> String {
     match &f.result {
         RunResult::Check(c) => {
             let n = |s| c.items.iter().filter(|i| i.status == s).count();
@@ -161,7 +173,7 @@ impl History {
             .with_context(|| format!("cannot open history database {}", path.display()))?;
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .with_context(|| format!("{} is not a SQLite database", path.display()))?;
+            .with_context(|| corrupt(path))?;
         if version > DB_VERSION {
             anyhow::bail!(
                 "history database {} has version {version}; this preempt knows version {DB_VERSION} (use a newer preempt or another --history-db)",
@@ -187,7 +199,7 @@ impl History {
             CREATE INDEX IF NOT EXISTS runs_started ON runs(started_unix_ms);
             PRAGMA user_version = 1;",
         )
-        .with_context(|| format!("cannot initialise history database {}", path.display()))?;
+        .with_context(|| corrupt(path))?;
         Ok(Self {
             conn,
             path: path.to_path_buf(),
@@ -199,9 +211,33 @@ impl History {
         &self.path
     }
 
-    /// Stores a run; returns its id.
+    /// Stores a run; returns its id. The same result stored twice (same start, kind, host
+    /// and content, e.g. one file imported twice) is refused with the id it already has.
     pub fn record(&self, r: &ResultFile, source: Option<&Path>) -> Result<i64> {
         let s = &r.sysinfo;
+        let json = serde_json::to_string_pretty(r)?;
+        let existing: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM runs WHERE started_unix_ms = ?1 AND kind = ?2 AND hostname = ?3
+                 AND result = ?4 LIMIT 1",
+                params![
+                    i64::try_from(r.started_unix_ms).unwrap_or(i64::MAX),
+                    r.result.kind(),
+                    s.hostname,
+                    json
+                ],
+                |row| row.get(0),
+            )
+            .optional()
+            .with_context(|| corrupt(&self.path))?;
+        if let Some(id) = existing {
+            anyhow::bail!(
+                "this run is already in history database {} as run #{id}; not recorded twice \
+                 (preempt history show {id})",
+                self.path.display()
+            );
+        }
         self.conn
             .execute(
                 "INSERT INTO runs (recorded_unix_ms, started_unix_ms, kind, hostname, kernel_release,
@@ -219,7 +255,7 @@ impl History {
                     headline(r),
                     source.map(|p| p.display().to_string()),
                     serde_json::to_string(s)?,
-                    serde_json::to_string_pretty(r)?,
+                    json,
                 ],
             )
             .with_context(|| format!("cannot write to history database {}", self.path.display()))?;
@@ -272,6 +308,18 @@ impl History {
             .execute("DELETE FROM runs WHERE id = ?1", params![id])?
             > 0)
     }
+}
+
+/// The error of a database that cannot be read or initialised, with the way out.
+fn corrupt(path: &Path) -> String {
+    format!(
+        "history database {} is unreadable or not a preempt history (corrupt?): move it aside \
+         (mv {} {}.bad; a new one is created on the next run), point --history-db at another \
+         file, or pass --no-history",
+        path.display(),
+        path.display(),
+        path.display()
+    )
 }
 
 /// Records `r` unless `--no-history`; prints the run id, or why it was not recorded, on
@@ -348,12 +396,25 @@ mod tests {
             RunResult::Check(CheckReport { items: vec![] }),
         );
         let a = db.record(&file, None).unwrap();
-        let b = db.record(&file, Some(Path::new("/x.json"))).unwrap();
+        // The same run again is refused, naming the id it has.
+        let twice = db.record(&file, None).unwrap_err().to_string();
+        assert!(twice.contains(&format!("as run #{a}")), "{twice}");
+        let mut other = file.clone();
+        other.started_unix_ms += 1;
+        let b = db.record(&other, Some(Path::new("/x.json"))).unwrap();
         assert!(b > a);
         let rows = db.list(10, None).unwrap();
         assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![b, a]);
         assert_eq!(rows[0].source.as_deref(), Some("/x.json"));
         assert_eq!(rows[0].headline, "0 pass, 0 warn, 0 fail");
+        let mut partial = file.clone();
+        partial.started_unix_ms += 2;
+        partial.complete = false;
+        assert!(
+            headline(&partial).starts_with("[PARTIAL"),
+            "{}",
+            headline(&partial)
+        );
         assert_eq!(db.list(10, Some("latency")).unwrap().len(), 0);
         let back: ResultFile = serde_json::from_str(&db.result_json(a).unwrap()).unwrap();
         assert_eq!(back, file);

@@ -344,6 +344,9 @@ pub struct Outcome {
     pub interrupted: bool,
     /// Monotonic duration of the run.
     pub elapsed_ns: u64,
+    /// `--trace-samples` could not be written at the end (the measurement itself is intact;
+    /// the caller still writes and prints it, then reports this).
+    pub trace_error: Option<String>,
 }
 
 /// Runs a latency measurement: spawns one measuring thread per CPU, waits (drawing progress
@@ -433,7 +436,10 @@ pub fn run(
                                 .map_err(|e| format!("cannot pin thread to CPU {cpu_id}: {e}"))?;
                         }
                         sched::set_current_thread_policy(&policy.policy).map_err(|e| {
-                            format!("{:#}", policy_error(e, &policy.record.label()))
+                            format!(
+                                "{:#}",
+                                policy_error(e, &policy.policy, &policy.record.label())
+                            )
                         })?;
                         if let Err(e) = thread::set_timer_slack_ns(slack) {
                             slack_warning = Some(Warning::TimerSlackFailed {
@@ -600,10 +606,13 @@ pub fn run(
         break_event,
         ledger,
     );
-    if let Some(path) = &cfg.trace_samples {
+    let trace_error = cfg.trace_samples.as_ref().and_then(|path| {
         write_trace(path, &cfg.cpus, pinned, &ends)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
+            .map(|()| crate::export::hand_over(path))
+            .with_context(|| format!("cannot write --trace-samples {}", path.display()))
+            .err()
+            .map(|e| format!("{e:#}"))
+    });
     let interrupted = signal_stop.load(Relaxed) || break_event.is_some();
     let missed: u64 = result.threads.iter().map(|t| t.missed_periods).sum();
     if missed > 0 {
@@ -631,6 +640,7 @@ pub fn run(
         warnings,
         interrupted,
         elapsed_ns,
+        trace_error,
     })
 }
 

@@ -160,6 +160,16 @@ fn run_cell(
         error: None,
     };
     match latency::run(&lc, work_iterations, env, stop, &mut |_, _| {}) {
+        // A cell cut short by Ctrl-C/SIGTERM has too few samples to compare with the others:
+        // it is "not measured", never a row of zeros.
+        Ok(outcome) if outcome.interrupted => CellRun {
+            cell: MatrixCell {
+                verdict: "not measured".into(),
+                error: Some("interrupted before the cell finished".into()),
+                ..empty
+            },
+            outcome: None,
+        },
         Ok(outcome) => {
             let r = &outcome.result;
             let merge =
@@ -205,8 +215,7 @@ pub fn cell_file(dir: &Path, level: &str, row: &str) -> std::path::PathBuf {
 
 /// Creates the output directory.
 pub fn prepare_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("--out-dir {}: cannot create it", dir.display()))
+    crate::export::create_output_dir(dir).with_context(|| format!("--out-dir {}", dir.display()))
 }
 
 #[cfg(test)]

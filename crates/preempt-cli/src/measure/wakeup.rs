@@ -240,7 +240,7 @@ fn setup_thread(cpu: usize, priority: u8) -> Result<(), String> {
         .map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
     let p = PolicyConfig::fifo(priority);
     sched::set_current_thread_policy(&p.policy)
-        .map_err(|e| format!("{:#}", policy_error(e, "SCHED_FIFO")))?;
+        .map_err(|e| format!("{:#}", policy_error(e, &p.policy, "SCHED_FIFO")))?;
     mem::prefault_stack(64 * 1024);
     Ok(())
 }

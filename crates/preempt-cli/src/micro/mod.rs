@@ -121,8 +121,12 @@ pub fn measure(
         match fifo_permitted(cfg.priority) {
             Ok(()) => Some(cfg.priority),
             Err(e) => {
-                warnings.push(Warning::NotRealTimePolicy {
-                    policy: format!("other (SCHED_FIFO refused: {e})"),
+                warnings.push(Warning::RealTimeRefused {
+                    requested: format!("SCHED_FIFO {}", cfg.priority),
+                    error: e,
+                    grant: crate::error::privilege_hint(&sched::Policy::Fifo {
+                        priority: cfg.priority,
+                    }),
                 });
                 None
             }
@@ -187,9 +191,10 @@ pub fn measure(
         if b.needs_rt && priority.is_none() {
             benches.push(bench::skipped(
                 b,
-                "needs SCHED_FIFO so that priorities decide who runs: run as root or grant CAP_SYS_NICE \
-                 (setcap cap_sys_nice+ep $(which preempt)), and do not pass --priority 0"
-                    .into(),
+                format!(
+                    "needs SCHED_FIFO so that priorities decide who runs: {}; and do not pass --priority 0",
+                    crate::error::privilege_hint(&sched::Policy::Fifo { priority: cfg.priority.max(1) })
+                ),
             ));
             continue;
         }

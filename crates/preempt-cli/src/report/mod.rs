@@ -303,29 +303,9 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
         plots: Vec::new(),
         nav: Vec::new(),
     };
-    let results: Vec<(&Input, &ResultFile)> = inputs
-        .iter()
-        .filter_map(|i| match &i.loaded {
-            Loaded::Result(r) => Some((i, r.as_ref())),
-            _ => None,
-        })
-        .collect();
-    let micros: Vec<(&Input, &ResultFile, &MicroResult)> = results
-        .iter()
-        .filter_map(|(i, r)| match &r.result {
-            RunResult::Micro(m) => Some((*i, *r, m.as_ref())),
-            _ => None,
-        })
-        .collect();
-    let latencies: Vec<(&Input, &ResultFile, &LatencyResult)> = results
-        .iter()
-        .filter_map(|(i, r)| match &r.result {
-            RunResult::Latency(l) => Some((*i, *r, l.as_ref())),
-            _ => None,
-        })
-        .collect();
+    let (results, latencies, micros) = views(inputs);
 
-    summary_section(&mut b, inputs, &results, &latencies, &micros);
+    summary_section(&mut b, inputs);
     summary_figures(&mut b, &latencies)?;
 
     for (i, r) in &results {
@@ -448,22 +428,44 @@ fn card(k: &str, v: &str, s: &str) -> String {
     )
 }
 
-fn summary_section(
-    b: &mut Builder,
-    inputs: &[Input],
-    results: &[(&Input, &ResultFile)],
-    latencies: &[(&Input, &ResultFile, &LatencyResult)],
-    micros: &[(&Input, &ResultFile, &MicroResult)],
-) {
-    b.section("summary", "Summary");
-    let mut cards = String::from("<div class=\"cards\">");
+/// The summary of a set of results, shown at the top of the HTML report and as the terminal
+/// verdict of `preempt run`: one sentence, its class, and the headline figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// `good`, `meh` (warnings, partial runs, not PREEMPT_RT...) or `bad` (a failing check).
+    pub class: &'static str,
+    /// The sentence.
+    pub text: String,
+    /// Headline figures: (what, value, detail).
+    pub cards: Vec<(String, String, String)>,
+}
+
+/// Computes the [`Verdict`] of `inputs`.
+pub fn verdict(inputs: &[Input]) -> Verdict {
+    let (results, latencies, micros) = views(inputs);
+    let mut cards: Vec<(String, String, String)> = Vec::new();
+    let card = |k: &str, v: &str, s: &str| (k.to_string(), v.to_string(), s.to_string());
     let mut verdict: Vec<String> = Vec::new();
     let mut bad = false;
     let mut meh = false;
-    for (_, r) in results {
+    for (i, r) in &results {
+        if !r.complete || r.interrupted {
+            meh = true;
+            verdict.push(format!(
+                "{} is {} and covers only part of the planned run",
+                i.label,
+                if r.complete {
+                    "interrupted"
+                } else {
+                    "partial (complete: false)"
+                }
+            ));
+        }
+    }
+    for (_, r) in &results {
         if let RunResult::Check(c) = &r.result {
             let n = |s| c.items.iter().filter(|i| i.status == s).count();
-            cards.push_str(&card(
+            cards.push(card(
                 "Readiness check",
                 &format!("{} fail · {} warn", n(Status::Fail), n(Status::Warn)),
                 &format!("{} items, {} pass", c.items.len(), n(Status::Pass)),
@@ -476,17 +478,18 @@ fn summary_section(
             }
         }
     }
-    for (i, _, l) in latencies {
+    for (i, _, l) in &latencies {
         let s = &l.latency_all;
         let missed: u64 = l.threads.iter().map(|t| t.missed_periods).sum();
-        cards.push_str(&card(
+        cards.push(card(
             &format!("Worst latency, {}", stress_label(l)),
             &human(s.max_ns),
             &format!(
-                "p99 {} µs · p99.9 {} µs · {} samples · {missed} missed periods ({})",
+                "p99 {} µs · p99.9 {} µs · {} samples · {missed} missed periods · {} ({})",
                 us(s.p99_ns),
                 us(s.p99_9_ns),
                 s.count,
+                l.ledger.verdict,
                 i.label
             ),
         ));
@@ -500,7 +503,7 @@ fn summary_section(
             meh = true;
         }
     }
-    for (_, r) in results {
+    for (_, r) in &results {
         if let RunResult::Wakeup(w) = &r.result {
             if let Some((c, d)) = w
                 .cases
@@ -508,7 +511,7 @@ fn summary_section(
                 .filter_map(|c| c.latency.as_ref().map(|d| (c, d)))
                 .max_by_key(|(_, d)| d.summary.max_ns)
             {
-                cards.push_str(&card(
+                cards.push(card(
                     "Worst wake-up",
                     &human(d.summary.max_ns),
                     &format!(
@@ -521,17 +524,17 @@ fn summary_section(
             }
         }
     }
-    for (_, r) in results {
+    for (_, r) in &results {
         if let RunResult::RtioBench(x) = &r.result {
             for (k, v, s) in rtio::cards(x) {
-                cards.push_str(&card(&k, &v, &s));
+                cards.push(card(&k, &v, &s));
             }
         }
     }
-    for (_, _, m) in micros {
+    for (_, _, m) in &micros {
         if let Some(cs) = m.benches.iter().find(|x| x.id == "context_switch") {
             if let (Some(d), Some(c)) = (&cs.ns, &cs.cycles) {
-                cards.push_str(&card(
+                cards.push(card(
                     "Context switch",
                     &format!("{} ns", d.summary.p50_ns),
                     &format!(
@@ -544,7 +547,6 @@ fn summary_section(
             }
         }
     }
-    cards.push_str("</div>\n");
     if let Some(s) = inputs.iter().find_map(|i| sysinfo_of(&i.loaded)) {
         if s.preempt_model != "rt" {
             meh = true;
@@ -572,10 +574,54 @@ fn summary_section(
     } else {
         capitalise(&verdict.join("; ")) + "."
     };
+    Verdict { class, text, cards }
+}
+
+fn summary_section(b: &mut Builder, inputs: &[Input]) {
+    b.section("summary", "Summary");
+    let v = verdict(inputs);
+    let cards: String = v.cards.iter().map(|(k, x, s)| card(k, x, s)).collect();
     b.raw(&format!(
-        "<div class=\"verdict {class}\">{}</div>\n{cards}",
-        esc(&text)
+        "<div class=\"verdict {}\">{}</div>\n<div class=\"cards\">{cards}</div>\n",
+        v.class,
+        esc(&v.text)
     ));
+}
+
+/// The results, latency results and micro results among `inputs`.
+#[allow(
+    clippy::type_complexity,
+    reason = "three borrowed views, named at the call sites"
+)]
+fn views(
+    inputs: &[Input],
+) -> (
+    Vec<(&Input, &ResultFile)>,
+    Vec<(&Input, &ResultFile, &LatencyResult)>,
+    Vec<(&Input, &ResultFile, &MicroResult)>,
+) {
+    let results: Vec<(&Input, &ResultFile)> = inputs
+        .iter()
+        .filter_map(|i| match &i.loaded {
+            Loaded::Result(r) => Some((i, r.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let micros = results
+        .iter()
+        .filter_map(|(i, r)| match &r.result {
+            RunResult::Micro(m) => Some((*i, *r, m.as_ref())),
+            _ => None,
+        })
+        .collect();
+    let latencies = results
+        .iter()
+        .filter_map(|(i, r)| match &r.result {
+            RunResult::Latency(l) => Some((*i, *r, l.as_ref())),
+            _ => None,
+        })
+        .collect();
+    (results, latencies, micros)
 }
 
 fn capitalise(s: &str) -> String {
@@ -805,7 +851,7 @@ fn matrix_section(b: &mut Builder, i: &Input, m: &MatrixResult) -> Result<()> {
                 td(&c.row),
                 td(&c.stress),
                 cls(
-                    format!("not run: {}", c.error.clone().unwrap_or_default()),
+                    format!("not measured: {}", c.error.clone().unwrap_or_default()),
                     "muted",
                 ),
             ]),
@@ -1139,8 +1185,7 @@ pub struct Written {
 /// Writes `index.html` and `plots/` into `dir` (created).
 pub fn write(report: &Report, dir: &Path, png: bool) -> Result<Written> {
     let plots_dir = dir.join("plots");
-    std::fs::create_dir_all(&plots_dir)
-        .with_context(|| format!("cannot create {}", plots_dir.display()))?;
+    crate::export::create_output_dir(&plots_dir)?;
     let mut png_count = 0;
     let mut png_note = (!png).then(|| "--no-png".to_string());
     let fonts = if png {

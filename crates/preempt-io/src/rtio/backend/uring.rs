@@ -228,7 +228,7 @@ impl UringEngine {
             features.push("socket reads = IORING_OP_RECV with IORING_RECVSEND_POLL_FIRST".into());
         }
         features.push(
-            "regular-file (memfd) transfers run inline: shmem punts IOCB_NOWAIT ops to io-wq"
+            "regular files (memfd): O_NONBLOCK ones linked into the kernel chain (inline reads), others run by the executor with pread/pwrite (io_uring would punt them to io-wq)"
                 .into(),
         );
         let mut bufring = None;

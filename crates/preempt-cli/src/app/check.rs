@@ -1,0 +1,69 @@
+//! `preempt check`: the readiness audit of [`crate::check`].
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::print_json;
+use crate::check;
+use crate::cli::CheckArgs;
+use crate::error::{EXIT_CHECK_FAILED, EXIT_OK};
+use crate::export::Sink;
+use crate::results::{RunResult, Status};
+use crate::session::Session;
+
+/// `preempt check`: the audit, its table (or JSON), the result file and the history.
+pub fn run(a: &CheckArgs, argv: Vec<String>) -> Result<u8> {
+    let session = Session::start(
+        "check",
+        argv,
+        Sink::new(a.export_json.as_deref(), None),
+        &[],
+        a.history.config(),
+    )?;
+    let report = check::run();
+    let failed = check::has_failures(&report);
+    let file = session.file(RunResult::Check(report.clone()));
+    let saved = session.save(&file);
+    let info = &session.info;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        drop(out);
+        print_json(&file)?;
+    } else {
+        writeln!(
+            out,
+            "preempt check: real-time readiness of {} (Linux {}, {}, {})",
+            info.hostname, info.kernel_release, info.machine, info.cpu_model
+        )?;
+        let width = report
+            .items
+            .iter()
+            .map(|i| i.title.len())
+            .max()
+            .unwrap_or(0);
+        for i in &report.items {
+            let tag = match i.status {
+                Status::Pass => "PASS",
+                Status::Info => "INFO",
+                Status::Warn => "WARN",
+                Status::Fail => "FAIL",
+            };
+            writeln!(out, "  {tag}  {:width$}  {}", i.title, i.value)?;
+            if !i.fix.is_empty() {
+                writeln!(out, "        {:width$}  fix: {}", "", i.fix)?;
+            }
+        }
+        let count = |s| report.items.iter().filter(|i| i.status == s).count();
+        writeln!(
+            out,
+            "summary: {} pass, {} info, {} warn, {} fail",
+            count(Status::Pass),
+            count(Status::Info),
+            count(Status::Warn),
+            count(Status::Fail)
+        )?;
+        out.flush()?;
+    }
+    saved.exit(if failed { EXIT_CHECK_FAILED } else { EXIT_OK })
+}

@@ -1,0 +1,169 @@
+//! One run session: what every measuring subcommand does around its measurement, in one place.
+//!
+//! `check`, `latency`, `matrix`, `wakeup`, `micro` and `rtio-bench` all follow the same steps,
+//! and before this module each wrote them out itself (and they drifted: only two recorded the
+//! history). A [`Session`] does them in order:
+//!
+//! 1. **outputs first**: every file the run will write is checked writable *before* anything
+//!    is measured ([`crate::export::check_writable`]); a bad path is a usage error (exit 2)
+//!    naming it, at once, instead of a lost measurement;
+//! 2. **system information** and its threats to validity ([`crate::sysinfo`],
+//!    [`crate::warnings`]), with the start stamps;
+//! 3. **result files**: [`Session::file`] stamps a [`ResultFile`]; [`Session::write_partial`]
+//!    rewrites the outputs while the run goes (`complete: false`);
+//! 4. **the end**: [`Session::save`] writes the final file to every output; when that fails
+//!    the result is saved to a fallback file whose path is printed, so the run is never lost;
+//!    then the run is recorded in the history database unless `--no-history`.
+//!
+//! The caller prints its terminal table between [`Session::save`] and [`Saved::exit`], so the
+//! table is shown even when a file could not be written.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use preempt_io::sys::clock::monotonic_now_ns;
+
+use crate::export::{Exporter, Sink, check_writable, json::JsonExporter, write_atomically};
+use crate::history::{self, HistoryConfig};
+use crate::results::{ResultFile, RunResult, SysInfo, unix_ms_now};
+use crate::sysinfo;
+use crate::warnings::Warning;
+
+/// A measuring subcommand's run: its outputs, its machine, its warnings, its clock.
+#[derive(Debug)]
+pub struct Session {
+    kind: &'static str,
+    /// The machine, collected at the start.
+    pub info: SysInfo,
+    /// Wall-clock start (ms since the Unix epoch).
+    pub started_unix_ms: u64,
+    t0_ns: u64,
+    /// Threats to validity so far (machine warnings first, then the run's own).
+    pub warnings: Vec<Warning>,
+    sink: Sink,
+    history: HistoryConfig,
+}
+
+/// What [`Session::save`] did.
+#[derive(Debug)]
+#[must_use = "call exit() after printing the terminal table"]
+pub struct Saved {
+    /// The run's id in the history database, when recorded.
+    pub history_id: Option<i64>,
+    /// A write that failed (the result went to a fallback file, named in the error).
+    pub error: Option<anyhow::Error>,
+}
+
+impl Saved {
+    /// The exit code of the run: `code`, unless an output could not be written (then the
+    /// write error, whose message names the fallback file).
+    pub fn exit(self, code: u8) -> Result<u8> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(code),
+        }
+    }
+}
+
+impl Session {
+    /// Starts a run of `kind` (`latency`, `micro`, ...): checks every output (`sink`'s files
+    /// and `extra_outputs`, e.g. `--trace-samples`) before anything is measured, then
+    /// collects the system information of `argv`.
+    pub fn start(
+        kind: &'static str,
+        argv: Vec<String>,
+        sink: Sink,
+        extra_outputs: &[&Path],
+        history: HistoryConfig,
+    ) -> Result<Self> {
+        sink.preflight()?;
+        for p in extra_outputs {
+            check_writable(p)?;
+        }
+        let t0_ns = monotonic_now_ns();
+        let started_unix_ms = unix_ms_now();
+        Ok(Self {
+            kind,
+            info: sysinfo::collect(argv),
+            started_unix_ms,
+            t0_ns,
+            warnings: Vec::new(),
+            sink,
+            history,
+        })
+    }
+
+    /// Adds the machine's threats to validity for a run on `cpus` (governor, SMT, isolation...).
+    pub fn add_machine_warnings(&mut self, cpus: &[usize]) {
+        let w = sysinfo::machine_warnings(&self.info, cpus);
+        self.warnings.extend(w);
+    }
+
+    /// Whether the run writes any file (partial results are only built when it does).
+    pub fn writes_files(&self) -> bool {
+        !self.sink.is_empty()
+    }
+
+    /// A complete result file of `result`, stamped with this session's start, elapsed time
+    /// and warnings.
+    pub fn file(&self, result: RunResult) -> ResultFile {
+        let mut f = ResultFile::new(self.info.clone(), result);
+        f.started_unix_ms = self.started_unix_ms;
+        f.elapsed_ns = monotonic_now_ns().saturating_sub(self.t0_ns);
+        f.warnings = self.warnings.iter().map(Warning::to_record).collect();
+        f
+    }
+
+    /// Rewrites every output with a partial result (`f.complete` should be false).
+    pub fn write_partial(&self, f: &ResultFile) -> Result<()> {
+        self.sink.write(f)
+    }
+
+    /// Writes the final result to every output (or, when that fails, to a fallback file whose
+    /// path is printed), then records it in the history unless `--no-history`.
+    pub fn save(&self, f: &ResultFile) -> Saved {
+        let error = self.sink.write(f).err().map(|e| self.fallback(f, e));
+        let history_id = history::record_quietly(&self.history, f, self.sink.json_path());
+        Saved { history_id, error }
+    }
+
+    /// Saves `f` where it can still be written after `e`, and says where.
+    fn fallback(&self, f: &ResultFile, e: anyhow::Error) -> anyhow::Error {
+        let path = fallback_path(self.kind, self.started_unix_ms);
+        let saved = JsonExporter
+            .serialize(f)
+            .and_then(|bytes| write_atomically(&path, &bytes));
+        match saved {
+            Ok(()) => {
+                eprintln!(
+                    "preempt: {e:#}; the results are saved in {} instead",
+                    path.display()
+                );
+                e.context(format!(
+                    "results saved in {} instead (`preempt report {}` reads it)",
+                    path.display(),
+                    path.display()
+                ))
+            }
+            Err(e2) => {
+                eprintln!(
+                    "preempt: {e:#}; the fallback {} failed too: {e2:#}",
+                    path.display()
+                );
+                e.context(format!(
+                    "the fallback {} failed too: {e2:#}",
+                    path.display()
+                ))
+            }
+        }
+    }
+}
+
+/// Where a result goes when its own output cannot be written: the temporary directory
+/// (`$TMPDIR`, else `/tmp`), named after the kind and start so that runs do not collide.
+pub fn fallback_path(kind: &str, started_unix_ms: u64) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "preempt-{kind}-{started_unix_ms}-{}.json",
+        std::process::id()
+    ))
+}

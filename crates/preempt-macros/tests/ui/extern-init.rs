@@ -1,0 +1,9 @@
+#[preempt::app]
+mod app {
+    extern "Rust" {
+        #[init]
+        fn init(_: init::Context) -> (Shared, Local);
+    }
+}
+
+fn main() {}

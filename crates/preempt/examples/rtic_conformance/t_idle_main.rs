@@ -1,0 +1,28 @@
+//! RTIC v2's `examples/lm3s6965/examples/t-idle-main.rs`, ported by hand for
+//! `tests/rtic_conformance.rs`. Original: https://github.com/rtic-rs/rtic (commit 48136831),
+//! © the RTIC developers, MIT OR Apache-2.0.
+//! Changed (MCU-specific): `device` argument, semihosting exit, `asm::nop`.
+
+#[preempt::app(main = false)]
+mod app {
+
+    #[shared]
+    struct Shared {}
+
+    #[local]
+    struct Local {}
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local) {
+        (Shared {}, Local {})
+    }
+
+    #[idle]
+    fn taskmain(_: taskmain::Context) -> ! {
+        preempt::exit(0); // Exit QEMU simulator
+        loop {
+            core::hint::spin_loop();
+        }
+    }
+}
+pub(crate) use app::run;
