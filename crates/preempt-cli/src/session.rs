@@ -93,6 +93,11 @@ impl Session {
         })
     }
 
+    /// Prints the warnings so far with this command's hints.
+    pub fn print_warnings(&self) {
+        crate::warnings::print_in(&self.warnings, self.kind);
+    }
+
     /// Adds the machine's threats to validity for a run on `cpus` (governor, SMT, isolation...).
     pub fn add_machine_warnings(&mut self, cpus: &[usize]) {
         let w = sysinfo::machine_warnings(&self.info, cpus);
@@ -110,7 +115,11 @@ impl Session {
         let mut f = ResultFile::new(self.info.clone(), result);
         f.started_unix_ms = self.started_unix_ms;
         f.elapsed_ns = monotonic_now_ns().saturating_sub(self.t0_ns);
-        f.warnings = self.warnings.iter().map(Warning::to_record).collect();
+        f.warnings = self
+            .warnings
+            .iter()
+            .map(|w| w.to_record_in(self.kind))
+            .collect();
         f
     }
 

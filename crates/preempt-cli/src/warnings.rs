@@ -92,6 +92,53 @@ pub enum Warning {
 }
 
 impl Warning {
+    /// The hint as it applies to `command` (`latency`, `matrix`, `micro`, `run`, ...): it names
+    /// only flags that command has ([`Warning::hint`] is the `latency` wording).
+    pub fn hint_in(&self, command: &str) -> String {
+        match (self, command) {
+            (Self::NotRealTimePolicy { .. }, c) if c != "latency" => {
+                "run as root or grant CAP_SYS_NICE so the measuring threads can use a \
+                 real-time policy"
+                    .into()
+            }
+            (Self::NotIsolated, "micro") => "boot with isolcpus=N nohz_full=N rcu_nocbs=N and \
+                 run with --cpu N"
+                .into(),
+            (Self::NotIsolated, "rtio_bench") => "boot with isolcpus=N nohz_full=N rcu_nocbs=N \
+                 and run with --consumer-cpu N (and the simulator on another CPU, --sim-cpu)"
+                .into(),
+            (Self::NotIsolated, c) if !matches!(c, "latency" | "matrix" | "wakeup") => {
+                "boot with isolcpus=N nohz_full=N rcu_nocbs=N, N being the CPU measured (the \
+                 last online CPU)"
+                    .into()
+            }
+            (Self::MissedPeriods { .. }, "matrix") => "the loop could not keep up: raise \
+                 --period, lower --work-us, or remove the load"
+                .into(),
+            (Self::MissedPeriods { .. }, c) if c != "latency" => {
+                "the loop could not keep up: remove the load".into()
+            }
+            (Self::ShortRun { .. }, "run") => {
+                "use --long (5 minutes per latency run) before trusting the maximum".into()
+            }
+            (Self::ShortRun { .. }, c) if !matches!(c, "latency" | "matrix") => {
+                "run longer before trusting the maximum".into()
+            }
+            (Self::MlockDisabled, c) if !matches!(c, "latency" | "matrix" | "wakeup" | "micro") => {
+                "memory was not locked: page faults may show up as latency".into()
+            }
+            _ => self.hint(),
+        }
+    }
+
+    /// [`Warning::to_record`] with the hint of `command` ([`Warning::hint_in`]).
+    pub fn to_record_in(&self, command: &str) -> WarningRecord {
+        WarningRecord {
+            hint: self.hint_in(command),
+            ..self.to_record()
+        }
+    }
+
     /// Stable kebab-case identifier, stored in result files.
     pub fn code(&self) -> &'static str {
         match self {
@@ -248,7 +295,12 @@ impl fmt::Display for Warning {
 
 /// Prints warnings to stderr, one line each with its hint.
 pub fn print(warnings: &[Warning]) {
+    print_in(warnings, "latency");
+}
+
+/// Prints `warnings` with the hints of `command` ([`Warning::hint_in`]).
+pub fn print_in(warnings: &[Warning], command: &str) {
     for w in warnings {
-        eprintln!("warning: {w}\n  hint: {}", w.hint());
+        eprintln!("warning: {w}\n  hint: {}", w.hint_in(command));
     }
 }

@@ -256,11 +256,11 @@ fn every_run_is_recorded_once_and_a_corrupt_history_says_how_out() {
 fn sigterm_exits_143_and_the_interrupted_matrix_cell_is_not_measured() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("m");
-    let child = StdCommand::new(BIN)
+    let mut child = StdCommand::new(BIN)
         .args([
             "matrix",
             "-D",
-            "2s",
+            "4s",
             "--period",
             "1000",
             "--no-progress",
@@ -272,13 +272,21 @@ fn sigterm_exits_143_and_the_interrupted_matrix_cell_is_not_measured() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    sleep_ms(700);
+    // The start line comes after the signal handlers are installed; then a cell is running.
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = String::new();
+    while !stderr.contains("matrix of 8 policies") {
+        let n = std::io::BufRead::read_line(&mut err, &mut stderr).unwrap();
+        assert_ne!(n, 0, "no start line: {stderr}");
+    }
+    // Past the idle calibration, inside the first 4 s cell (even on a loaded host).
+    sleep_ms(2_000);
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: kill(2) on our own child's pid with a valid signal number.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    std::io::Read::read_to_string(&mut err, &mut stderr).unwrap();
     let o = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(143), "{stderr}");
     assert!(stdout.contains("not measured"), "{stdout}");
     assert!(!stdout.contains(" 0.0 "), "{stdout}");
@@ -395,5 +403,96 @@ fn result_files_honour_the_umask_and_belong_to_the_sudo_user() {
         assert_eq!((m.uid(), m.gid()), (65534, 65534));
     } else {
         support::skip_unprivileged("not root: the SUDO_UID hand-over is not checked");
+    }
+}
+
+/// Issue 12, item 9: `--break-at` needs tracefs, which a fresh boot often does not mount. Now it
+/// is mounted when we may (root), and otherwise the note says exactly how.
+#[test]
+fn break_at_mounts_tracefs_or_says_how() {
+    use preempt_cli::measure::latency::BreakHook;
+    let d = tempfile::tempdir().unwrap();
+    let place = d.path().join("tracing");
+    std::fs::create_dir(&place).unwrap();
+    let opened = BreakHook::open_in(&[&place], &place);
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        let (_, note) = opened.unwrap();
+        let note = note.expect("a note when tracefs cannot be mounted");
+        assert!(note.contains("sudo mount -t tracefs nodev"), "{note}");
+        support::skip_unprivileged("not root: the tracefs mount itself is not checked");
+        return;
+    }
+    let (_, note) = opened.unwrap();
+    let mounted = preempt_io::sys::mount::is_tracefs(&place).unwrap();
+    let umount = StdCommand::new("umount").arg(&place).status();
+    assert!(mounted, "tracefs mounted on {}", place.display());
+    assert!(note.is_none(), "{note:?}");
+    assert!(umount.unwrap().success(), "umount {}", place.display());
+}
+
+/// Issue 12, item 6: hints named flags the command does not have (`micro` suggested
+/// `--policy`, `--cpus`). Every hint of every warning, as each measuring command words it,
+/// names only flags of that command.
+#[test]
+fn hints_name_only_flags_the_command_has() {
+    use clap::CommandFactory;
+    use preempt_cli::warnings::Warning;
+    let all = [
+        Warning::NotRealTimePolicy {
+            policy: "other".into(),
+        },
+        Warning::RealTimeRefused {
+            requested: "SCHED_FIFO 80".into(),
+            error: "EPERM".into(),
+            grant: preempt_cli::error::privilege_hint(&preempt_io::sys::sched::Policy::Fifo {
+                priority: 80,
+            }),
+        },
+        Warning::MlockFailed { error: "e".into() },
+        Warning::MlockDisabled,
+        Warning::NotPreemptRt {
+            model: "none".into(),
+        },
+        Warning::GovernorNotPerformance {
+            cpus: vec![0],
+            governor: "powersave".into(),
+        },
+        Warning::VirtualMachine {
+            hypervisor: "kvm".into(),
+        },
+        Warning::CpuDmaLatencyUnset { error: "e".into() },
+        Warning::SmtSiblings { cpus: vec![0, 1] },
+        Warning::NotIsolated,
+        Warning::DeadlineUnpinned,
+        Warning::TimerSlackFailed { error: "e".into() },
+        Warning::MissedPeriods { count: 3 },
+        Warning::ShortRun { samples: 10 },
+        Warning::Interrupted,
+    ];
+    let cli = preempt_cli::cli::Cli::command();
+    for (kind, sub) in [
+        ("check", "check"),
+        ("latency", "latency"),
+        ("matrix", "matrix"),
+        ("wakeup", "wakeup"),
+        ("micro", "micro"),
+        ("rtio_bench", "rtio-bench"),
+        ("run", "run"),
+    ] {
+        let cmd = cli.find_subcommand(sub).unwrap();
+        for w in &all {
+            let hint = w.hint_in(kind);
+            for flag in hint
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .filter_map(|t| t.strip_prefix("--"))
+            {
+                assert!(
+                    cmd.get_arguments().any(|a| a.get_long() == Some(flag)),
+                    "`preempt {sub}`: hint of {} names --{flag}, which it does not have: {hint}",
+                    w.code()
+                );
+            }
+        }
     }
 }

@@ -47,8 +47,10 @@ pub struct DemoConfig {
     pub seed: u64,
     /// Output directory: `gimbal.json`, `gimbal.mcap`.
     pub out_dir: PathBuf,
-    /// The `gimbal-plant` binary.
+    /// The `gimbal-plant` binary (or a program that runs the plant after `plant_prefix`).
     pub plant_exe: PathBuf,
+    /// Arguments before the plant's own (e.g. `preempt`'s hidden `__gimbal-plant`).
+    pub plant_prefix: Vec<String>,
     /// CPU for the plant (None: not pinned).
     pub plant_cpu: Option<usize>,
     /// Label of the stress applied meanwhile (the caller runs it).
@@ -65,6 +67,7 @@ impl DemoConfig {
             seed: 1,
             out_dir: out_dir.to_path_buf(),
             plant_exe: default_plant_exe(),
+            plant_prefix: Vec::new(),
             plant_cpu: preempt_io::sys::cpu::online_cpus()
                 .ok()
                 .and_then(|c| c.last().copied()),
@@ -161,7 +164,8 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         priority: (!soft).then_some(PLANT_PRIORITY),
         duration_ns: None,
     };
-    let mut plant = PlantProcess::spawn(&cfg.plant_exe, &plant_cfg).map_err(|e| e.to_string())?;
+    let mut plant = PlantProcess::spawn(&cfg.plant_exe, &cfg.plant_prefix, &plant_cfg)
+        .map_err(|e| e.to_string())?;
     plant
         .wait_running(5_000_000_000)
         .map_err(|e| e.to_string())?;

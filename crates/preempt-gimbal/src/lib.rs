@@ -20,7 +20,8 @@
 //!
 //! Modules, lowest first: [`model`] (physics), [`frame`] (the wire), [`control`] (the four
 //! controllers and the setpoint script), [`record`] (what a sample produces),
-//! [`plant_rt`] (the plant process's threads), [`spawn`] (starting it), [`exchange`] (RTIO
+//! [`plant_rt`] (the plant process's threads), [`plant_main`] (its command line), [`spawn`]
+//! (starting it), [`exchange`] (RTIO
 //! transactions), [`app`] (the real controller), [`reference`] (the mock-clock one),
 //! [`telemetry`] (MCAP), [`result`] (figures, `demo_gimbal`), [`demo`] (one run).
 //!
@@ -37,6 +38,7 @@ pub mod demo;
 pub mod exchange;
 pub mod frame;
 pub mod model;
+pub mod plant_main;
 pub mod plant_rt;
 pub mod record;
 pub mod reference;

@@ -82,10 +82,20 @@ pub struct TelemetryCounts {
 pub struct TimeSummary {
     /// Values.
     pub count: u64,
+    /// Smallest.
+    pub min: u64,
+    /// Mean.
+    pub mean: u64,
     /// Median.
     pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
     /// 99th percentile.
     pub p99: u64,
+    /// 99.9th percentile.
+    pub p99_9: u64,
+    /// 99.99th percentile.
+    pub p99_99: u64,
     /// Largest.
     pub max: u64,
 }
@@ -103,8 +113,13 @@ impl TimeSummary {
         let p = h.percentiles();
         TimeSummary {
             count: h.count(),
+            min: h.min().unwrap_or(0),
+            mean: h.mean().unwrap_or(0.0).round() as u64,
             p50: p.p50_ns,
+            p90: p.p90_ns,
             p99: p.p99_ns,
+            p99_9: p.p99_9_ns,
+            p99_99: p.p99_99_ns,
             max: h.max().unwrap_or(0),
         }
     }

@@ -98,12 +98,13 @@ pub struct PlantProcess {
 }
 
 impl PlantProcess {
-    /// Starts `exe` (the `gimbal-plant` binary) with `cfg`.
+    /// Starts `exe` (the `gimbal-plant` binary, or a program that runs
+    /// `plant_main::main_with_args` after the arguments `prefix`) with `cfg`.
     ///
     /// # Errors
     /// Descriptor creation or spawn errors (`NotFound` when `exe` does not exist: build it
     /// with `cargo build --release -p preempt-gimbal`).
-    pub fn spawn(exe: &Path, cfg: &PlantConfig) -> io::Result<PlantProcess> {
+    pub fn spawn(exe: &Path, prefix: &[String], cfg: &PlantConfig) -> io::Result<PlantProcess> {
         let bus = BusEnds::new()?;
         let first: RawFd = process::FIRST_PASSED_FD;
         let pass: [(BorrowedFd<'_>, RawFd); 3] = [
@@ -112,7 +113,8 @@ impl PlantProcess {
             (bus.done.as_fd(), first + 2),
         ];
         let mut cmd = Command::new(exe);
-        cmd.arg("--fds")
+        cmd.args(prefix)
+            .arg("--fds")
             .arg(format!("{},{},{}", first, first + 1, first + 2))
             .arg("--seed")
             .arg(cfg.seed.to_string());

@@ -26,5 +26,6 @@
 //! ```
 
 pub mod fifo;
+pub mod iio;
 pub mod sim;
 pub mod spawn;

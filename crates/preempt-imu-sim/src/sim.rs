@@ -146,7 +146,7 @@ pub fn apply_rt(cfg: &SimConfig, report: &mut SimReport) {
     }
 }
 
-fn sample(dev: u8, accel_only: bool, k: u64, now_ns: u64) -> Frame {
+pub(crate) fn sample(dev: u8, accel_only: bool, k: u64, now_ns: u64) -> Frame {
     // A slow synthetic motion: 1 g on z plus small sinusoids (values in counts).
     let phase = (k % 6400) as f64 / 6400.0 * std::f64::consts::TAU;
     let s = |amp: f64, f: f64| (amp * (phase * f).sin()) as i16;

@@ -745,6 +745,10 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         .collect();
     let (accounting, summary, mock) = (app.args.accounting, app.args.summary, app.args.mock_clock);
     let explain = app.args.explain;
+    let metrics = match &app.args.metrics {
+        Some(addr) => quote!(::core::option::Option::Some(#addr)),
+        None => quote!(::core::option::Option::None),
+    };
 
     let init_ident = &app.init.item.sig.ident;
     let mut shared_writes = Vec::new();
@@ -805,6 +809,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 mock_clock: #mock,
                 explain: #explain,
                 locks: &[#(&#lockstats),*],
+                metrics: #metrics,
             },
         );
 

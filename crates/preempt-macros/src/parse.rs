@@ -54,6 +54,8 @@ pub(crate) struct AppArgs {
     pub(crate) page_faults: bool,
     /// `summary = true` prints statistics and the analysis at exit.
     pub(crate) summary: bool,
+    /// `metrics = "addr"` serves the app's metrics there.
+    pub(crate) metrics: Option<String>,
     /// `clock = mock` runs the app in the simulator.
     pub(crate) mock_clock: bool,
     /// `explain = true` explains deadline misses from the kernel trace.
@@ -411,6 +413,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
         accounting: true,
         page_faults: true,
         summary: false,
+        metrics: None,
         mock_clock: false,
         explain: false,
     };
@@ -447,6 +450,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
             "page_faults" => args.page_faults = input.parse::<syn::LitBool>()?.value,
             "summary" => args.summary = input.parse::<syn::LitBool>()?.value,
             "explain" => args.explain = input.parse::<syn::LitBool>()?.value,
+            "metrics" => args.metrics = Some(input.parse::<syn::LitStr>()?.value()),
             "idle_policy" => args.idle = idle_bindings(input)?,
             "clock" => {
                 let value: Ident = input.parse()?;
@@ -490,7 +494,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
                     format!(
                         "unknown app argument `{name}`; expected `cores`, `on_panic`, `main`, \
                          `stack_size`, `idle_policy`, `accounting`, `page_faults`, `summary`, \
-                         `explain` or `clock`"
+                         `explain`, `metrics` or `clock`"
                     ),
                 ));
             }

@@ -18,7 +18,7 @@
 //! (a ring of one window) and re-runs the readiness checks every few minutes.
 //!
 //! # The hot loop
-//! [`measure`] makes no system call but the sleep and the vDSO clock read, allocates nothing,
+//! `measure` makes no system call but the sleep and the vDSO clock read, allocates nothing,
 //! takes no lock: the histogram and the window are relaxed atomic stores by their single writer,
 //! read by scrapes on other threads.
 //!
@@ -176,7 +176,7 @@ pub enum Verdict {
     Ok,
     /// The measuring thread ended (the monitor is stopping, or its sleep failed).
     Stopped,
-    /// The measuring thread has not woken for [`STALL_INTERVALS`] intervals: something at a
+    /// The measuring thread has not woken for 100 intervals (and at least 1 s): something at a
     /// higher priority (or the RT throttle) holds its CPU.
     Stalled,
     /// `mlockall` failed: page faults may show up as latency.

@@ -135,6 +135,40 @@ fn prometheus_agrees_with_the_monitor() {
             c.latency.max_ns.unwrap() / 1_000
         );
     }
+    // The deploy/ files: the scrape config passes promtool, every dashboard query parses in
+    // this Prometheus, and every monitor metric it names is in the exposition.
+    let deploy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy");
+    let out = std::process::Command::new("/usr/bin/promtool")
+        .args(["check", "config", &format!("{deploy}/prometheus.yml")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let dashboard = std::fs::read_to_string(format!("{deploy}/grafana-dashboard.json")).unwrap();
+    let dashboard: serde_json::Value = serde_json::from_str(&dashboard).unwrap();
+    let exprs: Vec<String> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().iter())
+        .map(|t| t["expr"].as_str().unwrap().to_string())
+        .collect();
+    assert!(exprs.len() >= 9, "{exprs:?}");
+    for e in &exprs {
+        let q = e.replace("$host", ".*").replace("$__rate_interval", "5s");
+        prom.query(&q); // asserts status success
+        for name in q.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if name.starts_with("preempt_monitor_") || name.starts_with("preempt_check_") {
+                assert!(
+                    text.contains(&format!("\n{name}")),
+                    "dashboard names {name}"
+                );
+            }
+        }
+    }
     let stopped = prom.query("preempt_monitor_valid{reason=\"stopped\"}");
     assert!(
         !stopped.is_empty(),

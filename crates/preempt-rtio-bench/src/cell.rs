@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Condvar, Mutex};
 
 use preempt_imu_sim::sim::{Bus, SimConfig};
 use preempt_imu_sim::spawn::SimProcess;
@@ -428,26 +428,110 @@ type Piped = (usize, sensor::ReadHeader, [u8; FRAME_LEN]);
 /// would have overflowed anyway.
 const PIPE_FRAMES: usize = 4 * FIFO_FRAMES as usize;
 
+/// The pipelined design's queue: a preallocated ring behind a mutex, with condition
+/// variables for "not empty" and "not full".
+///
+/// Why not `std::sync::mpsc::sync_channel`: its lock-free array channel spin-waits
+/// (`Backoff::spin_light`) for a slot that a concurrent receiver has claimed but not yet
+/// released. Under SCHED_FIFO on one CPU a reader (priority P) that preempted the processor
+/// (P - 1) inside `recv` spins forever: the processor never runs again to release the slot.
+/// Measured: a `--sweep` trial hung with a reader at 100 % CPU in `start_send` for minutes.
+/// A mutex sleeps on a futex instead (std's spins only a bounded number of times), so the
+/// processor runs and releases it.
+#[derive(Debug)]
+struct Pipe {
+    q: Mutex<PipeState>,
+    not_empty: Condvar,
+    not_full: Condvar,
+}
+
+#[derive(Debug)]
+struct PipeState {
+    frames: std::collections::VecDeque<Piped>,
+    /// Readers still running; the processor stops when this is 0 and the queue is empty.
+    senders: usize,
+}
+
+impl Pipe {
+    fn new(senders: usize) -> Pipe {
+        Pipe {
+            q: Mutex::new(PipeState {
+                frames: std::collections::VecDeque::with_capacity(PIPE_FRAMES),
+                senders,
+            }),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PipeState> {
+        // A panicking peer shows as a join error; its frames are still valid data.
+        self.q
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues a frame, waiting while the queue is full.
+    fn send(&self, item: Piped) {
+        let mut g = self.lock();
+        while g.frames.len() >= PIPE_FRAMES {
+            g = self
+                .not_full
+                .wait(g)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        g.frames.push_back(item);
+        drop(g);
+        self.not_empty.notify_one();
+    }
+
+    /// A reader is done.
+    fn hang_up(&self) {
+        self.lock().senders -= 1;
+        self.not_empty.notify_all();
+    }
+
+    /// The next frame, or `None` once every reader hung up and the queue is drained.
+    fn recv(&self) -> Option<Piped> {
+        let mut g = self.lock();
+        loop {
+            if let Some(item) = g.frames.pop_front() {
+                drop(g);
+                self.not_full.notify_one();
+                return Some(item);
+            }
+            if g.senders == 0 {
+                return None;
+            }
+            g = self
+                .not_empty
+                .wait(g)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
+
 /// A pipelined reader (one per device, at the consumer priority): reads as the serial
 /// design does and passes the frames to the processing thread.
 fn pipelined_reader(
     dev: usize,
     bus: ReaderBus,
     int: EventFd,
-    tx: SyncSender<Piped>,
+    pipe: Arc<Pipe>,
     stop: Arc<AtomicBool>,
     cpu: usize,
     priority: u8,
 ) -> io::Result<bool> {
     let fifo_ok = setup_consumer_thread(cpu, priority);
-    thread_reader(bus, &int, &stop, |h, d| {
+    let r = thread_reader(bus, &int, &stop, |h, d| {
         for f in d.chunks_exact(FRAME_LEN) {
             let mut frame = [0_u8; FRAME_LEN];
             frame.copy_from_slice(f);
-            // A closed queue means the processor is gone: the run is ending.
-            let _ = tx.send((dev, *h, frame));
+            pipe.send((dev, *h, frame));
         }
-    })?;
+    });
+    pipe.hang_up();
+    r?;
     Ok(fifo_ok)
 }
 
@@ -455,13 +539,13 @@ fn pipelined_reader(
 /// it to read a device as soon as its interrupt fires): processes frames until every reader
 /// has hung up.
 fn pipelined_processor(
-    rx: &Receiver<Piped>,
+    pipe: &Pipe,
     mut states: Vec<DevState>,
     cpu: usize,
     priority: u8,
 ) -> (Vec<DevState>, bool) {
     let fifo_ok = setup_consumer_thread(cpu, priority.saturating_sub(1).max(1));
-    while let Ok((dev, h, frame)) = rx.recv() {
+    while let Some((dev, h, frame)) = pipe.recv() {
         if let Some(st) = states.get_mut(dev) {
             st.process(&h, &frame);
         }
@@ -641,7 +725,7 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
             };
             let mut own = own.into_iter();
             let (cpu, prio) = (spec.consumer_cpu, spec.priority);
-            let (tx, rx) = sync_channel::<Piped>(PIPE_FRAMES);
+            let pipe = Arc::new(Pipe::new(if serial { 0 } else { sim.devices.len() }));
             let mut hs = Vec::new();
             for (i, d) in sim.devices.iter().enumerate() {
                 let int = d.int.try_clone()?;
@@ -659,19 +743,19 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
                         thread_consumer(bus, int, st, stop, cpu, prio).map(|(s, ok)| (Some(s), ok))
                     })?,
                     None => {
-                        let tx = tx.clone();
+                        let pipe = Arc::clone(&pipe);
                         b.spawn(move || {
-                            pipelined_reader(i, bus, int, tx, stop, cpu, prio).map(|ok| (None, ok))
+                            pipelined_reader(i, bus, int, pipe, stop, cpu, prio)
+                                .map(|ok| (None, ok))
                         })?
                     }
                 });
             }
-            drop(tx);
             let processor = if !serial {
                 Some(
                     std::thread::Builder::new()
                         .name("imu-process".into())
-                        .spawn(move || pipelined_processor(&rx, shared, cpu, prio))?,
+                        .spawn(move || pipelined_processor(&pipe, shared, cpu, prio))?,
                 )
             } else {
                 None
@@ -805,6 +889,46 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipe_delivers_in_order_blocks_when_full_and_ends_after_the_last_hang_up() {
+        let pipe = Arc::new(Pipe::new(2));
+        let frame = |seq: u8| {
+            (
+                usize::from(seq % 2),
+                sensor::ReadHeader::default(),
+                [seq; 20],
+            )
+        };
+        // More frames than the queue holds: the senders must wait for the receiver.
+        let n = u8::try_from(PIPE_FRAMES / 2 + 50).unwrap_or(u8::MAX);
+        let senders: Vec<_> = (0..2_u8)
+            .map(|k| {
+                let p = Arc::clone(&pipe);
+                std::thread::spawn(move || {
+                    for i in 0..n {
+                        p.send(frame(i.wrapping_mul(2).wrapping_add(k)));
+                    }
+                    p.hang_up();
+                })
+            })
+            .collect();
+        let mut last = [None::<u8>; 2];
+        let mut got = 0;
+        while let Some((dev, _, f)) = pipe.recv() {
+            // Per sender, frames come out in the order they went in.
+            if let Some(prev) = last[dev] {
+                assert_eq!(f[0], prev.wrapping_add(2));
+            }
+            last[dev] = Some(f[0]);
+            got += 1;
+        }
+        for s in senders {
+            s.join().unwrap();
+        }
+        assert_eq!(got, 2 * usize::from(n));
+        assert!(pipe.recv().is_none(), "no sender left: recv ends");
+    }
 
     #[test]
     fn gaps_are_counted_from_sequence_numbers() {

@@ -5,12 +5,17 @@
 //! other CPU that reads every device's FIFO on each interrupt, decodes the frames and runs
 //! `--work-us` of per-sample compute:
 //!
-//! * **thread-based**: one SCHED_FIFO thread per device, blocked in `read(INT eventfd)`, then
-//!   three blocking bus transfers — STATUS, the count block, the FIFO — and processing;
-//! * **RTIO-based**: one thread with an [`Rtio`](preempt_io::rtio::Rtio) context holding one
+//! * **thread** (`thread`): one SCHED_FIFO thread per device, blocked in `read(INT eventfd)`,
+//!   then the bus reads — STATUS, the count block, the FIFO; on `spi` the three commands are
+//!   queued before the responses are read, as the RTIO chain does (`--thread-spi`) — and
+//!   processing;
+//! * **pipelined** (`pipelined`): the same readers pass the frames through a queue to one
+//!   processing thread one priority below them (reading overlaps processing);
+//! * **RTIO** (`rtio`): one thread with an [`Rtio`](preempt_io::rtio::Rtio) context holding one
 //!   linked chain per device (read INT → STATUS → count → FIFO, see
-//!   `preempt_io::rtio::sensor`); it sleeps in one `io_uring_enter` for all devices and
-//!   returns to user space once per completed chain.
+//!   `preempt_io::rtio::sensor`); it sleeps in one `io_uring_enter` for all devices, arms the
+//!   next chain before it processes a read's frames and reaps the kernel's work between frames
+//!   (`processing_loop_overlapped`); `rtio-serial` re-arms after processing instead.
 //!
 //! Two buses (`--bus`): **spi** (default), the simulator's asynchronous command/response bus
 //! where each transfer is a command message and a response message after the bus time

@@ -39,6 +39,8 @@ pub struct AppConfig {
     pub explain: bool,
     /// The measured critical sections, one per (task, PCP resource).
     pub locks: &'static [&'static LockStats],
+    /// `metrics = "addr"`: serve the app's metrics there (`PREEMPT_METRICS` overrides).
+    pub metrics: Option<&'static str>,
 }
 
 impl AppConfig {

@@ -151,6 +151,8 @@ pub mod explain;
 mod level;
 mod loom;
 #[cfg(not(loom))]
+pub mod metrics;
+
 pub mod mono;
 #[cfg(not(loom))]
 pub mod periodic;
@@ -189,6 +191,9 @@ pub use preempt_macros::app;
 pub use preempt_stats::{rta, task_stats};
 #[cfg(not(loom))]
 pub use readiness::SOFT_ENV;
+#[cfg(not(loom))]
+pub use resource::Mutex;
+#[cfg(not(loom))]
 pub use runtime::{EXIT_DEADLINE_FAULT, OnPanic, STATS_JSON_ENV, exit};
 #[cfg(not(loom))]
 pub use stats::AppStats;

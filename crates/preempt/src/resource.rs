@@ -229,6 +229,20 @@ impl<L: Lock> Lock for &mut L {
     }
 }
 
+/// RTIC's `Mutex` trait (`rtic::Mutex`): a resource that locks to `&mut T`, for code generic
+/// over resources, as RTIC apps write it (`fn advance(mut shared: impl Mutex<T = u32>)`, then
+/// `shared.lock(|s: &mut u32| ..)`). Its `lock` is [`Lock::lock`]; the proxies that give
+/// `&mut T` implement it ([`Exclusive`], [`SharedMut`], and `&mut` of either, which is what a
+/// context holds).
+pub trait Mutex: for<'t> Lock<Target<'t> = &'t mut <Self as Mutex>::T> {
+    /// The resource's type.
+    type T;
+}
+
+impl<M: Mutex> Mutex for &mut M {
+    type T = M::T;
+}
+
 macro_rules! multi_lock {
     ($(#[$doc:meta])* $trait:ident: $($name:ident $var:ident),+) => {
         $(#[$doc])*
@@ -303,6 +317,10 @@ impl<'a, T> Exclusive<'a, T> {
     pub fn lock<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
         f(self.value)
     }
+}
+
+impl<T: 'static> Mutex for Exclusive<'_, T> {
+    type T = T;
 }
 
 impl<T: 'static> Lock for Exclusive<'_, T> {
@@ -392,6 +410,10 @@ impl<T: Send + 'static, const TIMED: bool> SharedMut<'_, T, TIMED> {
             }
         }
     }
+}
+
+impl<T: Send + 'static, const TIMED: bool> Mutex for SharedMut<'_, T, TIMED> {
+    type T = T;
 }
 
 impl<T: Send + 'static, const TIMED: bool> Lock for SharedMut<'_, T, TIMED> {

@@ -41,6 +41,7 @@ use preempt_sync::futex;
 pub use crate::config::{AppConfig, OnPanic};
 use crate::explain;
 use crate::level::{IdlePolicy, LoopControl};
+use crate::metrics::{self, METRICS_ENV};
 use crate::readiness;
 use crate::sim;
 use crate::stats::{AppStats, Scheduling};
@@ -388,6 +389,16 @@ fn with_explanations(stats_json: &str, report: &explain::Report) -> String {
     }
 }
 
+/// What a metrics scrape shows of `app`: its statistics and their analysis.
+fn figures(app: &'static App) -> metrics::Figures {
+    let stats = app.stats();
+    metrics::Figures {
+        rta: stats.rta().map_err(|e| e.to_string()),
+        app: stats.app,
+        tasks: stats.tasks.into_iter().map(|t| t.stats).collect(),
+    }
+}
+
 /// Makes `app` the running app; `false` if another one runs.
 fn claim_running(app: &'static App) -> bool {
     let claimed = RUNNING
@@ -520,6 +531,28 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
         }
     }
 
+    // Before anything of the app runs, so a bad address loses nothing.
+    let _metrics_server = match metrics::address(config.metrics) {
+        Some(addr) => match metrics::serve(Box::new(move || figures(app)), &addr) {
+            Ok(server) => {
+                eprintln!(
+                    "preempt: app `{}` serves its metrics at http://{}/metrics",
+                    config.name,
+                    server.local_addr()
+                );
+                Some(server)
+            }
+            Err(err) => {
+                eprintln!(
+                    "preempt: app `{}`: metrics ({METRICS_ENV} or `metrics = ..`): {err}",
+                    config.name
+                );
+                return 1;
+            }
+        },
+        None => None,
+    };
+
     if !claim_running(app) {
         return 1;
     }
@@ -572,7 +605,20 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
                     epoch_ns: epoch.load(Ordering::Acquire),
                     idle: idle_policy,
                 };
-                exec.run_loop(&control);
+                // A panic in the runtime itself (task panics are caught inside the loop)
+                // must stop the app: an executor thread that just died would leave `run`
+                // waiting for a stop that never comes.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    exec.run_loop(&control);
+                }));
+                if ran.is_err() {
+                    eprintln!(
+                        "preempt: executor p{priority} of app `{}` panicked in the runtime; \
+                         stopping the app",
+                        config.name
+                    );
+                    app.request_stop(101);
+                }
             });
         match spawned {
             Ok(handle) => handles.push(handle),

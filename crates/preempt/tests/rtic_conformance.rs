@@ -38,7 +38,9 @@ enum Why {
     Fifo,
     /// The Priority Ceiling Protocol on PI futexes instead of RTIC's Stack Resource Policy:
     /// a higher-priority task that touches none of the locked resources runs inside the
-    /// critical section instead of after it.
+    /// critical section instead of after it, and one that locks a resource starts and
+    /// blocks at its lock instead of not starting; a spawn of a task that runs at once is
+    /// not merged with the next one as a pended interrupt is.
     Pcp,
 }
 
@@ -76,7 +78,21 @@ const EXAMPLES: &[(&str, Expect)] = &[
              hello from async 2 a 4\nidle\n",
         ),
     ),
+    (
+        "complex",
+        Expect::Differs {
+            rtic: "init\nidle p0 started\nt2 p4 called 1 time\nenter lock s4 0\nt3 p4 exit\nidle enter lock s3 0\nidle pend t0\nidle pend t1\nidle pend t2\nt2 p4 called 2 times\nenter lock s4 1\nt3 p4 exit\nidle still in lock s3 0\nt1 p3 called 1 time\nt1 enter lock s4 2\nt1 pend t0\nt1 pend t2\nt1 still in lock s4 2\nt2 p4 called 3 times\nenter lock s4 2\nt3 p4 exit\nt1 p3 exit\nt0 p2 called 1 time\nt0 p2 exit\n\nback in idle\nenter lock s2 0\nidle pend t0\nidle pend t1\nt1 p3 called 2 times\nt1 enter lock s4 3\nt1 pend t0\nt1 pend t2\nt1 still in lock s4 3\nt2 p4 called 4 times\nenter lock s4 3\nt3 p4 exit\nt1 p3 exit\nidle pend t2\nt2 p4 called 5 times\nenter lock s4 4\nt3 p4 exit\nidle still in lock s2 0\nt0 p2 called 2 times\nt0 p2 exit\n\nidle exit\n",
+            preempt: "init\nidle p0 started\nt2 p4 called 1 time\nenter lock s4 0\nt3 p4 exit\nidle enter lock s3 0\nidle pend t0\nt0 p2 called 1 time\nt0 p2 exit\nidle pend t1\nt1 p3 called 1 time\nidle pend t2\nt2 p4 called 2 times\nenter lock s4 1\nt3 p4 exit\nidle still in lock s3 0\nt1 enter lock s4 2\nt1 pend t0\nt1 pend t2\nt2 p4 called 3 times\nt1 still in lock s4 2\nenter lock s4 2\nt3 p4 exit\nt1 p3 exit\nt0 p2 called 2 times\nt0 p2 exit\n\nback in idle\nenter lock s2 0\nidle pend t0\nt0 p2 called 3 times\nt0 p2 exit\nidle pend t1\nt1 p3 called 2 times\nt1 enter lock s4 3\nt1 pend t0\nt1 pend t2\nt2 p4 called 4 times\nt1 still in lock s4 3\nenter lock s4 3\nt3 p4 exit\nt1 p3 exit\nt0 p2 called 4 times\nt0 p2 exit\nidle pend t2\nt2 p4 called 5 times\nenter lock s4 4\nt3 p4 exit\nidle still in lock s2 0\n\nidle exit\n",
+            why: Why::Pcp,
+        },
+    ),
     ("declared_locals", Expect::Same("")),
+    (
+        "generics",
+        Expect::Same(
+            "UART1(STATE = 0)\nshared: 0 -> 1\nUART0(STATE = 0)\nshared: 1 -> 2\nUART1(STATE = 1)\nshared: 2 -> 4\n",
+        ),
+    ),
     (
         "destructure",
         Expect::Differs {
@@ -260,6 +276,12 @@ fn rtic_examples_print_what_rtic_ci_expects() {
         );
         return;
     }
+    let taskset = Command::new("taskset").arg("--version").output();
+    assert!(
+        taskset.is_ok_and(|o| o.status.success()),
+        "`taskset` is needed to pin the apps to one CPU: install util-linux (apt-get install \
+         util-linux)"
+    );
     let bin = binary();
     let listed = Command::new(&bin).arg("--list").output().unwrap();
     let mut in_binary: Vec<String> = text(&listed.stdout).lines().map(str::to_owned).collect();

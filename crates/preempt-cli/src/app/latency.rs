@@ -19,7 +19,7 @@ use crate::results::RunResult;
 use crate::session::Session;
 use crate::stats::summary::{Summary, us};
 use crate::stress::{self, StressGuard};
-use crate::warnings::{self, Warning};
+use crate::warnings::Warning;
 
 fn summary_row(label: &str, s: &Summary) -> String {
     format!(
@@ -127,7 +127,7 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     file.interrupted = outcome.interrupted;
     // Write the files first: a closed stdout must not lose the measurement.
     let saved = session.save(&file);
-    warnings::print(&session.warnings);
+    session.print_warnings();
     if cfg.output.json_stdout {
         print_json(&file)?;
     } else {

@@ -17,7 +17,7 @@ use crate::progress::Progress;
 use crate::results::RunResult;
 use crate::session::Session;
 use crate::stats::summary::us;
-use crate::warnings::{self, Warning};
+use crate::warnings::Warning;
 
 /// `preempt matrix`: the 8 policies x 2 loads experiment, one file per cell and a summary.
 pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
@@ -90,7 +90,8 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
             if let Some(o) = &cell.outcome {
                 let path = matrix::cell_file(&dir, &cell.cell.stress, &cell.cell.row);
                 let mut f = session.file(RunResult::Latency(Box::new(o.result.clone())));
-                f.warnings.extend(o.warnings.iter().map(Warning::to_record));
+                f.warnings
+                    .extend(o.warnings.iter().map(|w| w.to_record_in("matrix")));
                 f.interrupted = o.interrupted;
                 crate::export::write_atomically(&path, &JsonExporter.serialize(&f)?)?;
                 cell.cell.result_file = path.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -114,7 +115,7 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
             )
         });
     let saved = session.save(&file);
-    warnings::print(&session.warnings);
+    session.print_warnings();
     if output.json_stdout {
         print_json(&file)?;
     } else {

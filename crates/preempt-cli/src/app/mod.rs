@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod demo;
 pub mod history;
 pub mod latency;
 pub mod matrix;
@@ -36,6 +37,8 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<u8> {
         Command::Compare(a) => compare::run(&a),
         Command::History(a) => history::run(&a),
         Command::Run(a) => run::run(&a, argv),
+        Command::Demo(crate::cli::DemoCommand::Gimbal(a)) => demo::run(&a, argv),
+        Command::GimbalPlant(a) => Ok(preempt_gimbal::plant_main::main_with_args(&a.args)),
         Command::StressWorker(a) => stress::run_worker(&a.kinds, a.timeout_s).map(|()| EXIT_OK),
     }
 }

@@ -31,16 +31,7 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
     )?;
     let machine: Vec<WarningRecord> = sysinfo::machine_warnings(&session.info, &[cfg.consumer_cpu])
         .iter()
-        .map(|w| {
-            let mut r = w.to_record();
-            if *w == Warning::NotIsolated {
-                // The generic hint names `--cpus`, which this subcommand does not have.
-                r.hint = "boot with isolcpus=N nohz_full=N rcu_nocbs=N and run with \
-                          --consumer-cpu N (and the simulator on another CPU, --sim-cpu)"
-                    .into();
-            }
-            r
-        })
+        .map(|w| w.to_record_in("rtio_bench"))
         .collect();
     let mut result = RtioBenchResult {
         settings: settings(&args.bench, &cfg),

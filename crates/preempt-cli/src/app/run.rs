@@ -219,7 +219,7 @@ fn latency_step(
     let mut f = ResultFile::new(info, RunResult::Latency(Box::new(outcome.result)));
     f.started_unix_ms = started;
     f.elapsed_ns = monotonic_now_ns() - t0;
-    f.warnings = warns.iter().map(Warning::to_record).collect();
+    f.warnings = warns.iter().map(|w| w.to_record_in("run")).collect();
     f.interrupted = outcome.interrupted;
     Ok(f)
 }
@@ -369,7 +369,7 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
         let mut f = ResultFile::new(info, RunResult::Wakeup(Box::new(r)));
         f.started_unix_ms = started;
         f.elapsed_ns = monotonic_now_ns() - t0;
-        f.warnings = warns.iter().map(Warning::to_record).collect();
+        f.warnings = warns.iter().map(|w| w.to_record_in("run")).collect();
         f.interrupted = stop.load(Relaxed);
         write_result(dir, FILES[3], &f).map(Some)
     });
@@ -387,7 +387,7 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             bar.set(d as f64 / t.max(1) as f64, &format!("micro: {what}"))
         })?;
         f.warnings
-            .splice(0..0, env.warnings.iter().map(Warning::to_record));
+            .splice(0..0, env.warnings.iter().map(|w| w.to_record_in("run")));
         Ok(Some(write_result(dir, FILES[4], &f)?))
     });
     bar.step = 5;

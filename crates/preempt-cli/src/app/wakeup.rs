@@ -16,7 +16,7 @@ use crate::progress::Progress;
 use crate::results::RunResult;
 use crate::session::Session;
 use crate::stats::summary::us;
-use crate::warnings::{self, Warning};
+use crate::warnings::Warning;
 
 /// `preempt wakeup`: wake-up latency per event source and load.
 pub fn run(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
@@ -104,7 +104,7 @@ pub fn run(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
     let mut file = session.file(RunResult::Wakeup(Box::new(result.clone())));
     file.interrupted = stop.load(Relaxed);
     let saved = session.save(&file);
-    warnings::print(&session.warnings);
+    session.print_warnings();
     if output.json_stdout {
         print_json(&file)?;
     } else {

@@ -54,9 +54,59 @@ pub enum Command {
     /// The default suite: check, latency idle and under stress, wakeup and micro, then the
     /// HTML report.
     Run(RunArgs),
+    /// Demonstrators: `preempt demo gimbal` runs the thesis's two-axis gimbal (a 40 kHz plant
+    /// process, four controllers, MCAP telemetry) and measures its control quality against
+    /// an ideal-timing reference.
+    #[command(subcommand)]
+    Demo(DemoCommand),
+    /// Internal: the gimbal demo's plant process (started by `preempt demo gimbal`).
+    #[command(name = "__gimbal-plant", hide = true)]
+    GimbalPlant(GimbalPlantArgs),
     /// Internal: the stress worker process started by `--stress` (dies with its parent).
     #[command(name = "__stress", hide = true)]
     StressWorker(StressWorkerArgs),
+}
+
+/// `preempt demo ...`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum DemoCommand {
+    /// The two-axis gimbal: the plant in its own process at 40 kHz on its own clock, an
+    /// SPI-like exchange every 100 µs, the controller as a preempt app (10 kHz current and
+    /// 1 kHz position loops per axis), every sample into DIR/gimbal.mcap (Foxglove opens
+    /// it), and DIR/gimbal.json (kind demo_gimbal): error against the ideal-timing reference,
+    /// misses, telemetry, controller CPU, plant lateness.
+    Gimbal(GimbalArgs),
+}
+
+/// `preempt demo gimbal`.
+#[derive(Debug, Clone, Args)]
+pub struct GimbalArgs {
+    /// Run length (e.g. 5s, 500ms).
+    #[arg(long, default_value = "2s")]
+    pub duration: String,
+    /// Setpoint steps, AXIS=RAD@TIME, comma-separated.
+    #[arg(long, default_value = "pan=0.5@0.2s,tilt=-0.3@1.0s")]
+    pub steps: String,
+    /// Sensor noise seed (the reference uses the same).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// CPU of the plant process (default: the last online CPU; the controller uses CPU 0).
+    #[arg(long)]
+    pub plant_cpu: Option<usize>,
+    /// Output directory: gimbal.json, gimbal.mcap.
+    #[arg(long, default_value = "preempt-gimbal")]
+    pub out: PathBuf,
+    /// Load.
+    #[command(flatten)]
+    pub stress: StressArgs,
+}
+
+/// `preempt __gimbal-plant`: the plant's own arguments.
+#[derive(Debug, Clone, Args)]
+pub struct GimbalPlantArgs {
+    /// Passed to the plant unchanged (see `preempt_gimbal::plant_main`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 /// Output options shared by every measuring subcommand.

@@ -242,6 +242,38 @@ pub fn figures_of(i: &Input) -> Vec<Figure> {
             }
             // No distributions: its numbers are quantities (`rtio::scalars_of`).
             RunResult::RtioBench(_) => {}
+            // The controller's CPU per sample and the exchange time are distributions; the
+            // control errors and counts are quantities, not compared here.
+            RunResult::DemoGimbal(d) => {
+                let q = d
+                    .stress
+                    .as_ref()
+                    .map_or("idle".to_string(), |s| format!("stress {s}"));
+                let summary = |t: &preempt_gimbal::result::TimeSummary| Summary {
+                    count: t.count,
+                    min_ns: t.min,
+                    mean_ns: t.mean as f64,
+                    p50_ns: t.p50,
+                    p90_ns: t.p90,
+                    p99_ns: t.p99,
+                    p99_9_ns: t.p99_9,
+                    p99_99_ns: t.p99_99,
+                    max_ns: t.max,
+                    max_cycle: None,
+                };
+                out.push(fig(
+                    "demo_gimbal/controller_cpu_per_sample".into(),
+                    &q,
+                    None,
+                    summary(&d.controller_cpu_per_sample_ns),
+                ));
+                out.push(fig(
+                    "demo_gimbal/exchange".into(),
+                    &q,
+                    None,
+                    summary(&d.exchange_ns),
+                ));
+            }
             RunResult::Micro(m) => {
                 let q = if m.stress.is_empty() {
                     "idle".to_string()

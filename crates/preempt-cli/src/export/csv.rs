@@ -180,6 +180,13 @@ impl Exporter for CsvExporter {
                     w.write_record(&row)?;
                 }
             }
+            RunResult::DemoGimbal(d) => {
+                let (header, rows) = crate::app::demo::csv_table(d);
+                w.write_record(&header)?;
+                for row in rows {
+                    w.write_record(&row)?;
+                }
+            }
             RunResult::RtioBench(r) => {
                 let (header, rows) = r.csv_table();
                 w.write_record(&header)?;

@@ -150,27 +150,61 @@ pub struct BreakHook {
 }
 
 impl BreakHook {
-    /// Opens the tracefs files. Without tracefs the hook still stops the run and says why no
-    /// trace is kept; without the right to write them it is a privilege error.
+    /// Opens the tracefs files. When tracefs is not mounted (a fresh boot of many systems), it
+    /// is mounted on `/sys/kernel/tracing` if we may (root); otherwise the hook still stops the
+    /// run and says exactly how to mount it. Without the right to write the files it is a
+    /// privilege error.
     pub fn open() -> Result<(Self, Option<String>)> {
-        let dir = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-            .into_iter()
-            .find(|d| Path::new(d).join("trace_marker").exists());
-        let Some(dir) = dir else {
-            return Ok((
-                Self {
-                    marker: None,
-                    tracing_on: None,
-                },
-                Some(
-                    "--break-at: tracefs is not mounted, so no trace is kept (mount -t tracefs \
-                     nodev /sys/kernel/tracing and start a tracer, e.g. trace-cmd start -e sched)"
-                        .into(),
-                ),
-            ));
+        Self::open_in(
+            &[
+                Path::new("/sys/kernel/tracing"),
+                Path::new("/sys/kernel/debug/tracing"),
+            ],
+            Path::new("/sys/kernel/tracing"),
+        )
+    }
+
+    /// [`BreakHook::open`] with the tracefs places to look in and the directory to mount one
+    /// on when none is found.
+    pub fn open_in(candidates: &[&Path], mount_at: &Path) -> Result<(Self, Option<String>)> {
+        let found = candidates
+            .iter()
+            .find(|d| d.join("trace_marker").exists())
+            .map(|d| d.to_path_buf());
+        let dir = match found {
+            Some(d) => d,
+            None => match preempt_io::sys::mount::mount_tracefs(mount_at) {
+                Ok(()) => {
+                    eprintln!(
+                        "preempt: --break-at: mounted tracefs on {} (it was not mounted)",
+                        mount_at.display()
+                    );
+                    mount_at.to_path_buf()
+                }
+                Err(e) => {
+                    let how = if e.kind() == io::ErrorKind::PermissionDenied {
+                        "mounting it needs CAP_SYS_ADMIN".to_string()
+                    } else {
+                        format!("mounting it on {} failed: {e}", mount_at.display())
+                    };
+                    return Ok((
+                        Self {
+                            marker: None,
+                            tracing_on: None,
+                        },
+                        Some(format!(
+                            "--break-at: tracefs is not mounted and {how}; this run stops at the \
+                             break but keeps no trace. Mount it once with `sudo mount -t tracefs \
+                             nodev {}`, start a tracer (e.g. `sudo trace-cmd start -e sched -e \
+                             irq`) and run again",
+                            mount_at.display()
+                        )),
+                    ));
+                }
+            },
         };
         let open = |name: &str| -> Result<File> {
-            let path = Path::new(dir).join(name);
+            let path = dir.join(name);
             File::options().write(true).open(&path).map_err(|e| {
                 if e.kind() == io::ErrorKind::PermissionDenied {
                     anyhow::Error::new(PrivilegeError(format!(

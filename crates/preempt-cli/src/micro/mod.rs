@@ -258,13 +258,13 @@ pub fn file_of(
         started_unix_ms,
         elapsed_ns,
         sysinfo: info,
-        warnings: warnings.iter().map(Warning::to_record).collect(),
+        warnings: warnings.iter().map(|w| w.to_record_in("run")).collect(),
         result: RunResult::Micro(Box::new(result)),
     }
 }
 
-/// Runs everything under the stressors of `cfg` and returns the file (for `preempt micro` and
-/// the suite).
+/// Runs everything under the stressors of `cfg` and returns the file, hints worded for
+/// `preempt run` (the suite's micro step; `preempt micro` goes through the run session).
 pub fn run_file(
     cfg: &MicroConfig,
     argv: Vec<String>,

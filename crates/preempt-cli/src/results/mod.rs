@@ -109,6 +109,9 @@ pub enum RunResult {
     RtioBench(Box<rtio::RtioBenchResult>),
     /// `preempt micro`.
     Micro(Box<micro::MicroResult>),
+    /// `preempt demo gimbal` (kind `demo_gimbal`; the fields are documented on
+    /// `preempt_gimbal::result::GimbalData`).
+    DemoGimbal(Box<preempt_gimbal::result::GimbalData>),
 }
 
 impl RunResult {
@@ -121,6 +124,7 @@ impl RunResult {
             Self::Wakeup(_) => "wakeup",
             Self::RtioBench(_) => "rtio_bench",
             Self::Micro(_) => "micro",
+            Self::DemoGimbal(_) => "demo_gimbal",
         }
     }
 }

@@ -215,6 +215,44 @@ pub fn reopen_nonblocking(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(raw) })
 }
 
+/// Opens `path` read-only, `O_NONBLOCK | O_CLOEXEC` (an IIO character device, a FIFO: a
+/// FIFO opened this way does not wait for a writer).
+///
+/// # Errors
+/// Whatever `open` reports; `InvalidInput` for a path with a NUL byte.
+pub fn open_read_nonblocking(path: &std::path::Path) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: `c` is NUL-terminated and outlives the call; no O_CREAT, so no mode argument.
+    let raw = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `open` returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Creates a named pipe (FIFO) at `path` with mode 0600.
+///
+/// # Errors
+/// Whatever `mkfifo` reports (`EEXIST`); `InvalidInput` for a path with a NUL byte.
+pub fn mkfifo(path: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: `c` is NUL-terminated and outlives the call.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Voluntary context switches of the calling thread (`getrusage(RUSAGE_THREAD)`): each is a
 /// sleep (a wake-up follows), so a difference counts the thread's wake-ups.
 ///

@@ -56,18 +56,21 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
-/// `GET path` with headers; returns (status, body).
+/// `GET path` with headers; returns (status, body), status 0 when the connection failed.
 pub(crate) fn http_get(addr: SocketAddr, path: &str, headers: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}\r\n"
-    )
-    .unwrap();
     let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out[9..12].parse().unwrap();
+    let sent = TcpStream::connect(addr).and_then(|mut s| {
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}\r\n"
+        )?;
+        s.read_to_string(&mut out)
+    });
+    if sent.is_err() || out.len() < 12 {
+        return (0, String::new());
+    }
+    let status = out[9..12].parse().unwrap_or(0);
     let body = out
         .split_once("\r\n\r\n")
         .map(|x| x.1)

@@ -33,9 +33,11 @@ mod async_watch;
 mod async_watch_uninitialized;
 mod big_struct_opt;
 mod binds;
+mod complex;
 mod declared_locals;
 mod destructure;
 mod extern_spawn;
+mod generics;
 mod hardware;
 mod idle;
 mod idle_wfi;
@@ -84,9 +86,11 @@ const APPS: &[(&str, Run)] = &[
     ("async-watch-uninitialized", async_watch_uninitialized::run),
     ("big-struct-opt", big_struct_opt::run),
     ("binds", binds::run),
+    ("complex", complex::run),
     ("declared_locals", declared_locals::run),
     ("destructure", destructure::run),
     ("extern_spawn", extern_spawn::run),
+    ("generics", generics::run),
     ("hardware", hardware::run),
     ("idle", idle::run),
     ("idle-wfi", idle_wfi::run),

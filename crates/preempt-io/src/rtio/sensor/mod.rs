@@ -19,7 +19,10 @@
 //! * [`ImuDecoder`] reports frame counts per channel and decodes frames to q31 + shift with
 //!   per-frame timestamps back-dated from the interrupt time at the nominal ODR period.
 //! * [`processing_loop`] is the ready consume loop: wait, hand each completed read to a
-//!   callback with its decoded view, re-arm.
+//!   callback with its decoded view, re-arm; [`processing_loop_overlapped`] arms the next
+//!   chain before the frames are processed and reaps the kernel's work between frames.
+//! * [`iio`] streams from an IIO buffered device (`/dev/iio:deviceN` + `buffer/watermark`),
+//!   Linux's own analog of Zephyr's sensor streaming.
 //!
 //! ```no_run
 //! use preempt_io::rtio::sensor::{self, Channel, DataOpt, ImuDecoder, StreamTrigger, Trigger};
@@ -39,6 +42,8 @@
 //! })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+pub mod iio;
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
