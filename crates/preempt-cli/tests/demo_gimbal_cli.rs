@@ -72,6 +72,12 @@ fn demo_gimbal_writes_a_demo_gimbal_result_and_mcap() {
         "report: {}",
         String::from_utf8_lossy(&csv.stderr)
     );
+    let html = std::fs::read_to_string(dir.join("report").join("index.html")).unwrap();
+    assert!(
+        html.contains("Gimbal demonstrator"),
+        "no gimbal section in the report"
+    );
+    assert!(html.contains("position_pan") && html.contains("RMS error mrad"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

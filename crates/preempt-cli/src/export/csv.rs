@@ -181,7 +181,7 @@ impl Exporter for CsvExporter {
                 }
             }
             RunResult::DemoGimbal(d) => {
-                let (header, rows) = crate::app::demo::csv_table(d);
+                let (header, rows) = crate::results::gimbal::csv_table(d);
                 w.write_record(&header)?;
                 for row in rows {
                     w.write_record(&row)?;

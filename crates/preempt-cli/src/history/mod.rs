@@ -115,7 +115,7 @@ fn result_headline(f: &ResultFile) -> String {
             )
         }
         RunResult::RtioBench(r) => r.headline(),
-        RunResult::DemoGimbal(d) => crate::app::demo::headline(d),
+        RunResult::DemoGimbal(d) => crate::results::gimbal::headline(d),
         RunResult::Micro(m) => {
             let ran = m.benches.iter().filter(|b| b.cycles.is_some()).count();
             let cs = m

@@ -15,6 +15,7 @@
 //! structure of the page and its figures is pinned by snapshot tests
 //! (`tests/report_snapshots.rs`).
 
+mod gimbal;
 pub mod html;
 pub mod plots;
 mod rtio;
@@ -347,6 +348,11 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
     for (i, r) in &results {
         if let RunResult::RtioBench(x) = &r.result {
             rtio::section(&mut b, i, r, x)?;
+        }
+    }
+    for (i, r) in &results {
+        if let RunResult::DemoGimbal(d) = &r.result {
+            gimbal::section(&mut b, i, d);
         }
     }
     for (i, f, m) in &micros {

@@ -25,6 +25,7 @@
 //! ```
 
 pub mod cyclictest;
+pub mod gimbal;
 pub mod input;
 pub mod micro;
 pub mod rtio;
