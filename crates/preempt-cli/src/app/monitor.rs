@@ -219,6 +219,7 @@ fn to_latency_result(
             entries,
         },
         break_event: None,
+        explain: None,
     }
 }
 
