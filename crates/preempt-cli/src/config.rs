@@ -351,6 +351,15 @@ pub struct RtConfig {
     pub dma_latency: bool,
 }
 
+/// `--explain[=US]`: which outliers to explain, and where the trace goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainConfig {
+    /// Explain samples at or above this latency (`None`: above each thread's p99.9).
+    pub threshold_ns: Option<u64>,
+    /// `--trace-out FILE`.
+    pub trace_out: Option<PathBuf>,
+}
+
 /// A validated `preempt latency` run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LatencyConfig {
@@ -370,6 +379,8 @@ pub struct LatencyConfig {
     pub trace_samples: Option<PathBuf>,
     /// `--break-at`.
     pub break_at_ns: Option<u64>,
+    /// `--explain[=US]` and `--trace-out`.
+    pub explain: Option<ExplainConfig>,
     /// Load.
     pub stress: StressConfig,
     /// Memory/power.
@@ -398,6 +409,7 @@ impl LatencyConfig {
             timer_slack_ns: 1,
             trace_samples: None,
             break_at_ns: None,
+            explain: None,
             stress: StressConfig::default(),
             rt,
             output: OutputConfig::default(),

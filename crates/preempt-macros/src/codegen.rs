@@ -744,6 +744,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         })
         .collect();
     let (accounting, summary, mock) = (app.args.accounting, app.args.summary, app.args.mock_clock);
+    let explain = app.args.explain;
     let metrics = match &app.args.metrics {
         Some(addr) => quote!(::core::option::Option::Some(#addr)),
         None => quote!(::core::option::Option::None),
@@ -806,6 +807,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 accounting: #accounting,
                 summary: #summary,
                 mock_clock: #mock,
+                explain: #explain,
                 locks: &[#(&#lockstats),*],
                 metrics: #metrics,
             },

@@ -58,6 +58,8 @@ pub(crate) struct AppArgs {
     pub(crate) metrics: Option<String>,
     /// `clock = mock` runs the app in the simulator.
     pub(crate) mock_clock: bool,
+    /// `explain = true` explains deadline misses from the kernel trace.
+    pub(crate) explain: bool,
 }
 
 /// What a level does when idle.
@@ -413,6 +415,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
         summary: false,
         metrics: None,
         mock_clock: false,
+        explain: false,
     };
     let mut seen: Vec<String> = Vec::new();
     while !input.is_empty() {
@@ -446,6 +449,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
             "accounting" => args.accounting = input.parse::<syn::LitBool>()?.value,
             "page_faults" => args.page_faults = input.parse::<syn::LitBool>()?.value,
             "summary" => args.summary = input.parse::<syn::LitBool>()?.value,
+            "explain" => args.explain = input.parse::<syn::LitBool>()?.value,
             "metrics" => args.metrics = Some(input.parse::<syn::LitStr>()?.value()),
             "idle_policy" => args.idle = idle_bindings(input)?,
             "clock" => {
@@ -490,7 +494,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
                     format!(
                         "unknown app argument `{name}`; expected `cores`, `on_panic`, `main`, \
                          `stack_size`, `idle_policy`, `accounting`, `page_faults`, `summary`, \
-                         `metrics` or `clock`"
+                         `explain`, `metrics` or `clock`"
                     ),
                 ));
             }

@@ -46,24 +46,19 @@ pub const MAX_CONNECTIONS: usize = 8;
 /// The longest request head read (request line + headers).
 const MAX_HEAD_BYTES: u64 = 16 * 1024;
 
-/// A running `/metrics` server. Dropping it stops the listener (connections being served
-/// finish on their own within [`IO_TIMEOUT`]).
+/// A bound listening socket, not yet serving: bind first (a bad address fails before any
+/// measurement starts), serve once the collectors exist.
 #[derive(Debug)]
-pub struct Server {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
+pub struct Bound {
+    listener: TcpListener,
 }
 
-impl Server {
-    /// Binds `addr` and serves `registry` on a new thread.
+impl Bound {
+    /// Binds `addr`.
     ///
     /// # Errors
     /// The address does not resolve or cannot be bound; the message names it.
-    pub fn start(
-        addr: impl ToSocketAddrs + std::fmt::Display,
-        registry: Arc<Registry>,
-    ) -> io::Result<Server> {
+    pub fn bind(addr: impl ToSocketAddrs + std::fmt::Display) -> io::Result<Bound> {
         let listener = TcpListener::bind(&addr).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -73,6 +68,15 @@ impl Server {
                 ),
             )
         })?;
+        Ok(Bound { listener })
+    }
+
+    /// Serves `registry` on a new thread.
+    ///
+    /// # Errors
+    /// The thread cannot be spawned.
+    pub fn serve(self, registry: Arc<Registry>) -> io::Result<Server> {
+        let listener = self.listener;
         let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let active = Arc::new(AtomicUsize::new(0));
@@ -97,6 +101,28 @@ impl Server {
             stop,
             accept: Some(accept),
         })
+    }
+}
+
+/// A running `/metrics` server. Dropping it stops the listener (connections being served
+/// finish on their own within [`IO_TIMEOUT`]).
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Binds `addr` and serves `registry` on a new thread.
+    ///
+    /// # Errors
+    /// The address does not resolve or cannot be bound; the message names it.
+    pub fn start(
+        addr: impl ToSocketAddrs + std::fmt::Display,
+        registry: Arc<Registry>,
+    ) -> io::Result<Server> {
+        Bound::bind(addr)?.serve(registry)
     }
 
     /// The address actually bound (the port is chosen by the kernel for port 0).

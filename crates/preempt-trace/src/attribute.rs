@@ -34,12 +34,12 @@
 //! window is reported beside the causes so that a reader can tell. docs/MEASURING.md lists the
 //! limits.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::decode::{Decoder, Event, Kind, SOFTIRQ_NAMES, Vector};
 
 /// What made a task late.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum CauseKind {
     /// A hardware interrupt handler or x86 system vector ran.
@@ -75,7 +75,7 @@ impl CauseKind {
 }
 
 /// One cause and how much of the delay it took.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cause {
     /// Kind.
     pub kind: CauseKind,
@@ -86,14 +86,14 @@ pub struct Cause {
     /// Delay charged to it.
     pub ns: u64,
     /// `SCHED_FIFO/RR`, `SCHED_OTHER` or `SCHED_DEADLINE` for threads.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub policy: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
     /// Real-time priority (FIFO/RR) or nice value (OTHER).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     /// A thread of lower priority than the victim held the CPU (a non-preemptible section:
     /// priority inversion).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inversion: bool,
 }
 
@@ -344,7 +344,7 @@ impl Acc {
                     name: key.name,
                     pid: key.pid,
                     ns: 0,
-                    policy,
+                    policy: policy.map(str::to_string),
                     priority,
                     inversion: false,
                 });
@@ -492,7 +492,7 @@ impl State {
 }
 
 /// One cause aggregated over a run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopCause {
     /// Kind.
     pub kind: CauseKind,

@@ -35,6 +35,8 @@ pub struct AppConfig {
     pub summary: bool,
     /// `clock = mock`: run in the simulator.
     pub mock_clock: bool,
+    /// `explain = true`: explain deadline misses from the kernel trace ([`crate::explain`]).
+    pub explain: bool,
     /// The measured critical sections, one per (task, PCP resource).
     pub locks: &'static [&'static LockStats],
     /// `metrics = "addr"`: serve the app's metrics there (`PREEMPT_METRICS` overrides).

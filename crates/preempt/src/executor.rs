@@ -737,6 +737,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
             });
         }
         let missed = deadline.is_some_and(|d| end_ns > d);
+        if missed && crate::explain::active() {
+            crate::explain::note_miss(tc.name, release_ns, start_ns);
+        }
         if traced {
             sim::trace(TraceEvent::End {
                 task: tc.name,

@@ -123,7 +123,9 @@
 //! An app runs until a task (or any thread) calls [`exit`]`(code)` or `app::shutdown()`,
 //! or a task with `on_miss = Fault` misses a deadline (exit code 3). `app::stats()` returns
 //! the accounting snapshot at any time, `app::rta()` the response-time analysis;
-//! `PREEMPT_STATS_JSON=<path>` writes the snapshot as JSON at exit.
+//! `PREEMPT_STATS_JSON=<path>` writes the snapshot as JSON at exit. `#[app(explain = true)]` or
+//! `PREEMPT_EXPLAIN=1` explains each deadline miss from the kernel's trace events (see
+//! [`explain`]).
 //!
 //! See the [`executor`] module for how a spawn, a release and an fd event reach a task, and
 //! [`resource`] for the lock path.
@@ -143,6 +145,8 @@ mod config;
 pub mod critical_section;
 #[cfg(not(loom))]
 pub mod executor;
+#[cfg(not(loom))]
+pub mod explain;
 #[cfg(not(loom))]
 mod level;
 mod loom;
@@ -171,6 +175,8 @@ pub mod time;
 
 #[cfg(not(loom))]
 pub use executor::IdlePolicy;
+#[cfg(not(loom))]
+pub use explain::EXPLAIN_ENV;
 #[cfg(not(loom))]
 pub use mono::Mono;
 #[cfg(not(loom))]

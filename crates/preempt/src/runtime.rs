@@ -39,6 +39,7 @@ use preempt_io::sys::{mem, sched, thread as sys_thread};
 use preempt_sync::futex;
 
 pub use crate::config::{AppConfig, OnPanic};
+use crate::explain;
 use crate::level::{IdlePolicy, LoopControl};
 use crate::metrics::{self, METRICS_ENV};
 use crate::readiness;
@@ -301,7 +302,7 @@ pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
     }
     if config.mock_clock {
         let code = run_simulated(app, entry);
-        return finish(app, code);
+        return finish(app, code, None);
     }
     if config.accounting {
         driver::install_stamp_counter();
@@ -320,8 +321,10 @@ pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
             return 1;
         }
     };
+    let explainer = explain::start(config.name, config.explain);
     let code = run_threads(app, entry);
-    let code = finish(app, code);
+    let report = explainer.map(explain::Explainer::finish);
+    let code = finish(app, code, report.as_ref());
     if let Err(err) = signals.remove() {
         eprintln!(
             "preempt: app `{}`: ending the stop-signal thread failed: {err}",
@@ -332,7 +335,7 @@ pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
 }
 
 /// The end of every run: summary, JSON export, `RUNNING` cleared.
-fn finish(app: &'static App, code: i32) -> i32 {
+fn finish(app: &'static App, code: i32, explained: Option<&explain::Report>) -> i32 {
     let config = &app.config;
     let started = RUNNING.load(Ordering::Acquire) == (app as *const App).cast_mut();
     if started && (config.summary || std::env::var_os(STATS_JSON_ENV).is_some()) {
@@ -347,9 +350,16 @@ fn finish(app: &'static App, code: i32) -> i32 {
                 };
                 eprintln!("time stamps: {source}");
             }
+            if let Some(report) = explained {
+                eprint!("{}", report.summary());
+            }
         }
         if let Some(path) = std::env::var_os(STATS_JSON_ENV) {
-            if let Err(err) = std::fs::write(&path, stats.to_json()) {
+            let json = match explained {
+                Some(report) => with_explanations(&stats.to_json(), report),
+                None => stats.to_json(),
+            };
+            if let Err(err) = std::fs::write(&path, json) {
                 eprintln!(
                     "preempt: cannot write the statistics to {} ({STATS_JSON_ENV}): {err}",
                     path.to_string_lossy()
@@ -361,6 +371,22 @@ fn finish(app: &'static App, code: i32) -> i32 {
         RUNNING.store(std::ptr::null_mut(), Ordering::Release);
     }
     code
+}
+
+/// The statistics JSON with the `explain` object added.
+fn with_explanations(stats_json: &str, report: &explain::Report) -> String {
+    let parsed: Result<serde_json::Map<String, serde_json::Value>, _> =
+        serde_json::from_str(stats_json);
+    match (parsed, serde_json::to_value(report)) {
+        (Ok(mut map), Ok(value)) => {
+            map.insert("explain".into(), value);
+            serde_json::Value::Object(map).to_string()
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("preempt: cannot add the explanations to the statistics JSON: {e}");
+            stats_json.to_string()
+        }
+    }
 }
 
 /// What a metrics scrape shows of `app`: its statistics and their analysis.

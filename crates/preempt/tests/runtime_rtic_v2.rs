@@ -164,8 +164,9 @@ fn priority_zero_tasks_run_on_a_sched_other_thread() {
         stdout.contains("order: [\"urgent\", \"background\"]\n"),
         "{stdout}"
     );
+    // SCHED_OTHER at whatever nice value the test itself runs at (a CI job may be niced).
     assert!(
-        stdout.contains("background policy: Other { nice: 0 }\n"),
+        stdout.contains("background policy: Other { nice: "),
         "{stdout}"
     );
 }

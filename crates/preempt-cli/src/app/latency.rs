@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::{online, print_json};
 use crate::cli::LatencyArgs;
@@ -53,6 +53,15 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
         &extra,
         a.history.config(),
     )?;
+    // Before measuring: a missing tracefs or an unwritable --trace-out fails now, not after.
+    if let Some(path) = cfg.explain.as_ref().and_then(|e| e.trace_out.as_ref()) {
+        std::fs::File::create(path)
+            .with_context(|| format!("cannot write --trace-out {}", path.display()))?;
+    }
+    let tracer = match &cfg.explain {
+        Some(_) => Some(measure::explain::start(&cfg)?),
+        None => None,
+    };
     let stop = measure::install_stop_flag()?;
     let env = RtEnvironment::prepare(cfg.rt);
     session.warnings.extend(env.warnings.iter().cloned());
@@ -78,7 +87,7 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     );
     let mut progress = Progress::new("latency", cfg.output.progress);
     let mut partial_error_shown = false;
-    let outcome = measure::latency::run(
+    let mut outcome = measure::latency::run(
         &cfg,
         work_iterations,
         facts,
@@ -101,6 +110,15 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
         },
     )?;
     progress.finish();
+    let explained = match (&tracer, &cfg.explain) {
+        (Some(t), Some(ex)) => {
+            measure::explain::explain_run(t, ex, &mut outcome.result, &outcome.samples)?
+        }
+        _ => Vec::new(),
+    };
+    if let Some(t) = tracer {
+        t.finish()?;
+    }
     session.warnings.extend(outcome.warnings.iter().cloned());
     if stop.load(Relaxed) && !session.warnings.contains(&Warning::Interrupted) {
         session.warnings.push(Warning::Interrupted);
@@ -114,6 +132,10 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
         print_json(&file)?;
     } else {
         print_latency(&outcome.result)?;
+        let mut out = std::io::stdout().lock();
+        for line in &explained {
+            writeln!(out, "{line}")?;
+        }
     }
     if let Some(e) = &outcome.trace_error {
         eprintln!("preempt: {e}");

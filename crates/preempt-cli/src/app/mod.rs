@@ -8,6 +8,7 @@ pub mod history;
 pub mod latency;
 pub mod matrix;
 pub mod micro;
+pub mod monitor;
 pub mod report;
 pub mod rtio_bench;
 pub mod run;
@@ -37,6 +38,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<u8> {
         Command::Compare(a) => compare::run(&a),
         Command::History(a) => history::run(&a),
         Command::Run(a) => run::run(&a, argv),
+        Command::Monitor(a) => monitor::run(&a, argv),
         Command::Demo(crate::cli::DemoCommand::Gimbal(a)) => demo::run(&a, argv),
         Command::GimbalPlant(a) => Ok(preempt_gimbal::plant_main::main_with_args(&a.args)),
         Command::StressWorker(a) => stress::run_worker(&a.kinds, a.timeout_s).map(|()| EXIT_OK),

@@ -150,6 +150,8 @@ fn latency_args(
         timer_slack_ns: 1,
         trace_samples: Some(trace),
         break_at: None,
+        explain: None,
+        trace_out: None,
         stress: StressArgs {
             stress,
             stress_tool: tool,

@@ -95,13 +95,13 @@ impl LatencyConfig {
                 return Err(usage("--break-at must be at least 1 us"));
             }
         }
-        if a.trace_samples.is_some() {
+        if a.trace_samples.is_some() || a.explain.is_some() {
             let bytes = releases
                 .saturating_mul(cpus.len() as u64)
                 .saturating_mul(24);
             if bytes > MAX_TRACE_BYTES {
                 return Err(usage(format!(
-                    "--trace-samples would need {} MiB of locked memory for {releases} releases \
+                    "--trace-samples/--explain would need {} MiB of locked memory for {releases} releases \
                      x {} threads; shorten --duration/--loops or measure fewer --cpus",
                     bytes >> 20,
                     cpus.len()
@@ -117,6 +117,10 @@ impl LatencyConfig {
             timer_slack_ns: a.timer_slack_ns,
             trace_samples: a.trace_samples.clone(),
             break_at_ns: a.break_at.map(|b| b * NS_PER_US),
+            explain: a.explain.map(|us| crate::config::ExplainConfig {
+                threshold_ns: (us > 0).then(|| us * NS_PER_US),
+                trace_out: a.trace_out.clone(),
+            }),
             stress: StressConfig::new(&a.stress.stress, a.stress.stress_tool),
             rt: RtConfig::from(&a.rt),
             output: OutputConfig::from(&a.output),

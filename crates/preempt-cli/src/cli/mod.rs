@@ -54,6 +54,10 @@ pub enum Command {
     /// The default suite: check, latency idle and under stress, wakeup and micro, then the
     /// HTML report.
     Run(RunArgs),
+    /// Long-running latency monitor for fleets: one SCHED_FIFO thread per CPU (the latency
+    /// method), served as Prometheus/OpenMetrics at --listen; on Ctrl-C/SIGTERM writes the
+    /// latency result and records it in the history (docs/FLEET.md).
+    Monitor(MonitorArgs),
     /// Demonstrators: `preempt demo gimbal` runs the thesis's two-axis gimbal (a 40 kHz plant
     /// process, four controllers, MCAP telemetry) and measures its control quality against
     /// an ideal-timing reference.
@@ -216,6 +220,15 @@ pub struct LatencyArgs {
     /// (read the cause with trace-cmd / cat trace), write results, exit.
     #[arg(short, long, value_name = "US")]
     pub break_at: Option<u64>,
+    /// Explain the outliers from the kernel trace: each sample at or above US (bare
+    /// `--explain`: above the thread's p99.9) gets its delay split into causes (irq, softirq,
+    /// thread, wakeup, idle_exit, timer, invisible). Needs root (tracefs).
+    #[arg(long, value_name = "US", num_args = 0..=1, require_equals = true, default_missing_value = "0")]
+    pub explain: Option<u64>,
+    /// With --explain: write the explained windows as a Chrome/Perfetto JSON trace
+    /// (open it in ui.perfetto.dev).
+    #[arg(long, value_name = "FILE", requires = "explain")]
+    pub trace_out: Option<PathBuf>,
     /// Load.
     #[command(flatten)]
     pub stress: StressArgs,
@@ -488,6 +501,41 @@ pub struct HistoryCmdArgs {
     /// The database.
     #[command(flatten)]
     pub db: HistoryArgs,
+}
+
+/// `preempt monitor`.
+#[derive(Debug, Clone, Args)]
+pub struct MonitorArgs {
+    /// Address to serve /metrics on (loopback unless you name another address).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    pub listen: String,
+    /// CPUs to measure, one thread each, e.g. 0,2-3 [default: every online CPU].
+    #[arg(short = 'a', long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Period of every measuring thread, microseconds.
+    #[arg(short, long, value_name = "US", default_value_t = 1000)]
+    pub interval: u64,
+    /// SCHED_FIFO priority of the measuring threads, 1..=99.
+    #[arg(short, long, default_value_t = 80, allow_negative_numbers = true)]
+    pub priority: i64,
+    /// Sliding window of the recent maximum and the steal-time verdict, seconds.
+    #[arg(long, value_name = "S", default_value_t = 60)]
+    pub window: u64,
+    /// Re-run the readiness audit (preempt check) every S seconds.
+    #[arg(long, value_name = "S", default_value_t = 300)]
+    pub recheck: u64,
+    /// Stop after this long, e.g. 1h [default: run until SIGINT/SIGTERM].
+    #[arg(short = 'D', long, value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Write the result as JSON to FILE at the end.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Print the result as JSON on stdout instead of the summary lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// Where the history lives, shared by every subcommand that records runs.

@@ -112,6 +112,7 @@ pub(crate) fn synthetic_latency() -> ResultFile {
             }],
         },
         break_event: None,
+        explain: None,
     })))
 }
 

@@ -367,6 +367,17 @@ pub struct EnvFacts {
     pub dma_latency_us: Option<i32>,
 }
 
+/// One measuring thread's samples, handed back for `--explain`.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadSamples {
+    /// Kernel thread id.
+    pub tid: i32,
+    /// CPU it was pinned to.
+    pub cpu: Option<usize>,
+    /// Every period's release and wake-up.
+    pub samples: Vec<TraceRecord>,
+}
+
 /// The outcome of a latency run.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -381,6 +392,8 @@ pub struct Outcome {
     /// `--trace-samples` could not be written at the end (the measurement itself is intact;
     /// the caller still writes and prints it, then reports this).
     pub trace_error: Option<String>,
+    /// With `--explain`: every thread's samples.
+    pub samples: Vec<ThreadSamples>,
 }
 
 /// Runs a latency measurement: spawns one measuring thread per CPU, waits (drawing progress
@@ -440,7 +453,7 @@ pub fn run(
             );
             let policy = cfg.policy.clone();
             let slack = cfg.timer_slack_ns;
-            let mut trace = if cfg.trace_samples.is_some() {
+            let mut trace = if cfg.trace_samples.is_some() || cfg.explain.is_some() {
                 let cap =
                     usize::try_from(cfg.releases).context("--loops too large for this machine")?;
                 let mut v = Vec::with_capacity(cap);
@@ -647,6 +660,18 @@ pub fn run(
             .err()
             .map(|e| format!("{e:#}"))
     });
+    let samples = if cfg.explain.is_some() {
+        ends.into_iter()
+            .enumerate()
+            .map(|(i, e)| ThreadSamples {
+                tid: e.tid,
+                cpu: pinned.then(|| cfg.cpus[i]),
+                samples: e.trace,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let interrupted = signal_stop.load(Relaxed) || break_event.is_some();
     let missed: u64 = result.threads.iter().map(|t| t.missed_periods).sum();
     if missed > 0 {
@@ -675,6 +700,7 @@ pub fn run(
         interrupted,
         elapsed_ns,
         trace_error,
+        samples,
     })
 }
 
@@ -760,6 +786,7 @@ fn assemble(
         latency_all: Summary::from_snapshot(&merged_latency(states)),
         ledger,
         break_event,
+        explain: None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! `/dev/cpu_dma_latency`), the stop flag set by Ctrl-C, the tool's own overhead
 //! ([`overhead`]), the calibrated compute step ([`work`]) and the validity ledger ([`ledger`]).
 
+pub mod explain;
 pub mod latency;
 pub mod ledger;
 pub mod matrix;

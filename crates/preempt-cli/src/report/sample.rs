@@ -166,6 +166,7 @@ pub fn latency(stress: bool) -> ResultFile {
         latency_all: Summary::from_snapshot(&all),
         ledger: ledger(!stress),
         break_event: None,
+        explain: None,
     };
     let mut f = file(RunResult::Latency(Box::new(r)));
     f.warnings = vec![WarningRecord {

@@ -504,6 +504,54 @@ pub struct LatencyResult {
     pub ledger: Ledger,
     /// Set when `--break-at` stopped the run.
     pub break_event: Option<BreakEvent>,
+    /// `--explain`: the outliers' causes from the kernel trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ExplainResult>,
+}
+
+/// `--explain`: why the outliers were late.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainResult {
+    /// `--explain=US` (null: each thread's p99.9).
+    pub threshold_ns: Option<u64>,
+    /// Per measuring thread.
+    pub threads: Vec<ThreadExplanations>,
+    /// Causes aggregated over every explained outlier, largest total first.
+    pub top_causes: Vec<preempt_trace::TopCause>,
+    /// Outliers explained.
+    pub explained: u64,
+    /// Outliers not explained (beyond the per-thread cap, or no longer in the trace history).
+    pub unexplained: u64,
+}
+
+/// One thread's explained outliers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadExplanations {
+    /// Index of the measuring thread.
+    pub thread: usize,
+    /// Its kernel thread id.
+    pub tid: i32,
+    /// Its CPU.
+    pub cpu: usize,
+    /// Threshold applied.
+    pub threshold_ns: u64,
+    /// The explained outliers, worst first.
+    pub explanations: Vec<ExplainedSample>,
+}
+
+/// One explained outlier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainedSample {
+    /// Release index.
+    pub cycle: u64,
+    /// Its latency.
+    pub latency_ns: u64,
+    /// Causes, largest first, adding up to `latency_ns`.
+    pub causes: Vec<preempt_trace::Cause>,
+    /// The CPU's steal time around the window (`/proc/stat`), where known.
+    pub steal_ns: Option<u64>,
+    /// Whether the trace covered the whole window.
+    pub covered: bool,
 }
 
 // ---------------------------------------------------------------------------------------------

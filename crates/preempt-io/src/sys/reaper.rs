@@ -15,7 +15,7 @@
 //!
 //! # Why it works
 //! Between `fork` and `_exit` the child calls only async-signal-safe functions (`close`,
-//! `close_range`, `read`, `rmdir`, `setsid`, `_exit`) on memory prepared before the fork, so it is safe to fork
+//! `close_range`, `read`, `rmdir`, `nanosleep`, `setsid`, `_exit`) on memory prepared before the fork, so it is safe to fork
 //! from a multi-threaded parent. Its write end is closed in the child right after the fork, so
 //! only the parent (and children it forks without exec later, which are short-lived) keeps the
 //! pipe open. The child ignores SIGINT and runs in its own session, so a terminal's Ctrl-C
@@ -53,7 +53,7 @@ impl Reaper {
         }
         if pid == 0 {
             // Child: only async-signal-safe calls from here to `_exit`.
-            // SAFETY: close/close_range/setsid/signal/read/rmdir/_exit are async-signal-safe
+            // SAFETY: close/close_range/setsid/signal/read/rmdir/nanosleep/_exit are async-signal-safe
             // and touch no memory of the (copied) parent but `path`, a valid NUL-terminated
             // string, and `byte`, a valid one-byte buffer; `_exit` never returns, so no Rust
             // destructor or atexit handler runs in the child.
@@ -80,7 +80,19 @@ impl Reaper {
                         break;
                     }
                 }
-                libc::rmdir(path.as_ptr());
+                // The dying parent's other descriptors (an open trace_pipe_raw keeps an
+                // instance busy) may be released a little after its pipe end (the kernel
+                // defers the final close of files): retry EBUSY for up to a second.
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 10_000_000,
+                };
+                for _ in 0..100 {
+                    if libc::rmdir(path.as_ptr()) == 0 || *libc::__errno_location() != libc::EBUSY {
+                        break;
+                    }
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                }
                 libc::_exit(0);
             }
         }
