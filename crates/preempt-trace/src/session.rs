@@ -55,6 +55,83 @@ const USER_HZ_NS: u64 = 10_000_000;
 /// and `clock_gettime` read the same clock through different paths).
 const WAKE_SLACK_NS: u64 = 5_000;
 
+/// Puts back a switch-in the buffer does not hold: on this kernel (6.18, a KVM guest) the
+/// `sched_switch` out of the idle task is often missing from the ring buffer (seen in the
+/// kernel's own text output too: 7 switches from `swapper/N` against 20 to it in one 0.3 s
+/// sample), while the switch *out* of the woken task arrives. Without the repair the CPU looks
+/// idle while that task runs, and its whole run is charged to the wake-up path.
+///
+/// When `next` is a switch whose `prev_pid` is not the task the history says is running, the
+/// missed switch-in happened after that task's wake-up on this CPU: at the end of the interrupt
+/// (and the softirqs run on its exit) that woke it, which is where the kernel schedules. The
+/// synthetic event goes there; without a wake-up in sight nothing is added.
+fn restore_missing_switch_in(events: &mut VecDeque<Event>, next: &Event) {
+    let Kind::Switch {
+        prev_pid,
+        prev_prio,
+        ..
+    } = next.kind
+    else {
+        return;
+    };
+    // The task the history says runs: the last switch's `next`.
+    let mut last_switch = None;
+    let mut woken_at = None;
+    for (i, e) in events.iter().enumerate().rev() {
+        match e.kind {
+            Kind::Switch { next_pid, .. } => {
+                last_switch = Some((i, next_pid));
+                break;
+            }
+            Kind::Waking {
+                pid, woken: true, ..
+            } if pid == prev_pid && woken_at.is_none() => {
+                woken_at = Some(i);
+            }
+            _ => {}
+        }
+    }
+    let (Some((_, running)), Some(w)) = (last_switch, woken_at) else {
+        return;
+    };
+    if running == prev_pid {
+        return;
+    }
+    // After the hard interrupt that woke it returns, and after the softirqs run on that exit.
+    let mut at = None;
+    let mut i = w + 1;
+    while i < events.len() {
+        if matches!(events[i].kind, Kind::IrqExit { .. } | Kind::VectorExit(_)) {
+            let mut j = i + 1;
+            while j < events.len() && matches!(events[j].kind, Kind::SoftirqEntry { .. }) {
+                while j < events.len() && !matches!(events[j].kind, Kind::SoftirqExit { .. }) {
+                    j += 1;
+                }
+                j += 1;
+            }
+            at = Some(j.min(events.len()));
+            break;
+        }
+        i += 1;
+    }
+    let at = at.unwrap_or(events.len());
+    let ts = events[at - 1].ts.saturating_add(1).min(next.ts);
+    events.insert(
+        at,
+        Event {
+            ts,
+            cpu: next.cpu,
+            kind: Kind::Switch {
+                prev_pid: running,
+                prev_prio: 120,
+                prev_state: 0,
+                next_pid: prev_pid,
+                next_prio: prev_prio,
+            },
+        },
+    );
+}
+
 #[derive(Debug)]
 struct CpuHistory {
     events: VecDeque<Event>,
@@ -292,6 +369,7 @@ impl Inner {
                     // Per-CPU buffers are in time order; guard against a clock step anyway.
                     if e.ts >= h.last_ts {
                         h.last_ts = e.ts;
+                        restore_missing_switch_in(&mut h.events, &e);
                         h.events.push_back(e);
                     }
                 }
@@ -435,6 +513,63 @@ fn idle_exit_bound_ns(cpu: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::Vector;
+
+    fn ev(ts: u64, kind: Kind) -> Event {
+        Event { ts, cpu: 1, kind }
+    }
+
+    fn switch(prev_pid: i32, next_pid: i32) -> Kind {
+        Kind::Switch {
+            prev_pid,
+            prev_prio: 9,
+            prev_state: 1,
+            next_pid,
+            next_prio: 19,
+        }
+    }
+
+    #[test]
+    fn a_missing_switch_out_of_idle_is_put_back_after_the_waking_interrupt() {
+        // As recorded on this VM: the hog (pid 20) is woken on an idle CPU, its switch-in is
+        // missing, its switch-out to the victim (pid 10) arrives.
+        let mut events: VecDeque<Event> = [
+            ev(100, switch(10, 0)),
+            ev(200, Kind::VectorEntry(Vector::LocalTimer)),
+            ev(
+                210,
+                Kind::Waking {
+                    pid: 20,
+                    prio: 9,
+                    target_cpu: 1,
+                    woken: true,
+                },
+            ),
+            ev(220, Kind::VectorExit(Vector::LocalTimer)),
+            ev(230, Kind::SoftirqEntry { vec: 7 }),
+            ev(240, Kind::SoftirqExit { vec: 7 }),
+            ev(900, Kind::VectorEntry(Vector::LocalTimer)),
+            ev(910, Kind::VectorExit(Vector::LocalTimer)),
+        ]
+        .into();
+        let out = ev(2_000, switch(20, 10));
+        restore_missing_switch_in(&mut events, &out);
+        assert_eq!(events.len(), 9);
+        assert_eq!(events[6].ts, 241);
+        assert!(matches!(
+            events[6].kind,
+            Kind::Switch {
+                prev_pid: 0,
+                next_pid: 20,
+                next_prio: 9,
+                ..
+            }
+        ));
+        // The history already says the hog runs: nothing is added.
+        let before = events.len();
+        restore_missing_switch_in(&mut events, &out);
+        assert_eq!(events.len(), before);
+    }
 
     #[test]
     fn cpumask_words() {

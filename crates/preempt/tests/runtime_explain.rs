@@ -59,13 +59,7 @@ fn skip_or_fail(why: &str) {
     println!("SKIPPED app deadline-miss explanation: {why}");
 }
 
-// Known bug, open: on an idle machine (load < 1) most of this app's misses are charged to
-// "wakeup: idle to task switch" instead of the hog's thread (28 of 30, reproducible at
-// 50a0ad7); on a loaded machine all 30 name `preempt-p5`. The CPU's replayed state at the
-// release shows it idle although the hog runs: the hog's switch-in is missing from the events
-// the explainer sees when few events fill the ring. Run it with `--ignored` while fixing.
 #[test]
-#[ignore = "known bug: misattributed to idle on a quiet machine (see the comment above)"]
 fn a_miss_caused_by_a_higher_priority_task_names_its_executor() {
     if requested_app().is_some() {
         return;
