@@ -82,6 +82,42 @@ fn unwritable_outputs_fail_before_measuring_and_name_the_path() {
     }
 }
 
+/// Issue 12, item 4, for `preempt run`: its report directory and every file the suite will
+/// write there are checked before the two-minute suite starts (exit 2 at once, naming them).
+#[test]
+fn run_checks_its_report_directory_before_measuring() {
+    let d = tempfile::tempdir().unwrap();
+    let h = d.path().join("h.sqlite");
+    let t0 = Instant::now();
+    let out = preempt(&h)
+        .args(["run", "--no-progress", "--out", "/proc/preempt-report"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--out /proc/preempt-report"), "{stderr}");
+    // A file of the suite that cannot be written (here: a directory in its place).
+    let report = d.path().join("report");
+    std::fs::create_dir_all(report.join("micro.json")).unwrap();
+    let out = preempt(&h)
+        .args(["run", "--no-progress", "--out"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let bad = report.join("micro.json");
+    assert!(
+        stderr.contains(&format!("cannot write {}", bad.display())),
+        "{stderr}"
+    );
+    assert!(
+        !report.join("check.json").exists(),
+        "the suite started before the outputs were checked"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10), "run measured first");
+}
+
 /// Issue 12, item 4: a write that fails late (the directory vanished during the run) still
 /// prints the table and saves the result to a fallback file whose path is printed.
 #[test]

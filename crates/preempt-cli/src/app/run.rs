@@ -175,10 +175,32 @@ fn latency_args(
     }
 }
 
+/// Writes one step's result into the report directory; if that fails after measuring (disk
+/// full, directory removed), the result goes to a fallback file whose path is printed, so the
+/// measurement is never lost.
 fn write_result(dir: &Path, name: &str, f: &ResultFile) -> Result<PathBuf> {
     let p = dir.join(name);
-    write_atomically(&p, &JsonExporter.serialize(f)?)?;
-    Ok(p)
+    let bytes = JsonExporter.serialize(f)?;
+    match write_atomically(&p, &bytes) {
+        Ok(()) => Ok(p),
+        Err(e) => {
+            let kind = name.trim_end_matches(".json");
+            let fallback = crate::session::fallback_path(kind, f.started_unix_ms);
+            write_atomically(&fallback, &bytes).with_context(|| {
+                format!(
+                    "cannot write {} ({e:#}), and the fallback {} failed too",
+                    p.display(),
+                    fallback.display()
+                )
+            })?;
+            eprintln!(
+                "preempt: cannot write {} ({e:#}); the result was saved to {} instead",
+                p.display(),
+                fallback.display()
+            );
+            Ok(fallback)
+        }
+    }
 }
 
 #[allow(
@@ -238,8 +260,22 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             args.out.display()
         )));
     }
-    crate::export::create_output_dir(&args.out)?;
+    // Every file the suite writes is checked before anything is measured (exit 2 naming the
+    // path), so a bad --out never costs a two-minute run.
+    crate::export::create_output_dir(&args.out).map_err(|e| {
+        usage(format!(
+            "--out {}: {e:#}; name a directory you can write",
+            args.out.display()
+        ))
+    })?;
     let dir = args.out.as_path();
+    for name in FILES
+        .iter()
+        .chain(TRACES.iter())
+        .chain(["index.html"].iter())
+    {
+        crate::export::check_writable(&dir.join(name))?;
+    }
     let preset = Preset::of(args);
     let online = cpu::online_cpus().context("cannot read the online CPUs")?;
     let stop = measure::install_stop_flag()?;
