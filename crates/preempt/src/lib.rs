@@ -152,7 +152,7 @@ mod level;
 mod loom;
 #[cfg(not(loom))]
 pub mod metrics;
-
+#[cfg(not(loom))]
 pub mod mono;
 #[cfg(not(loom))]
 pub mod periodic;
