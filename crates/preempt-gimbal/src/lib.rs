@@ -22,7 +22,7 @@
 //! controllers and the setpoint script), [`record`] (what a sample produces),
 //! [`plant_rt`] (the plant process's threads), [`plant_main`] (its command line), [`spawn`]
 //! (starting it), [`exchange`] (RTIO
-//! transactions), [`app`] (the real controller), [`reference`] (the mock-clock one),
+//! transactions), [`app`] (the real controller), [`reference`](mod@reference) (the mock-clock one),
 //! [`telemetry`] (MCAP), [`result`] (figures, `demo_gimbal`), [`demo`] (one run).
 //!
 //! ```
