@@ -16,7 +16,7 @@
 //! 7. [`session`]: the one run session of every measuring subcommand (outputs checked before
 //!    measuring, system info, warnings, result file, fallback, history);
 //! 8. [`cli`]: every clap struct and every raw-args → config conversion;
-//! 9. [`app`]: one file per subcommand, dispatched by [`app::run`] (called by `main`).
+//! 9. [`app`]: one file per subcommand, dispatched by [`app::run`](fn@app::run) (called by `main`).
 //!
 //! All system calls go through `preempt_io::sys`.
 

@@ -1,5 +1,5 @@
 //! The `micro` kind's schema: what `preempt micro` measured, as stored in a
-//! [`ResultFile`](super::ResultFile) with `"kind": "micro"`.
+//! [`ResultFile`] with `"kind": "micro"`.
 //!
 //! The engine that fills it lives in `crate::micro`; the schema lives here, below every engine,
 //! so that `report`, `compare`, `history` and `export` read micro results without importing the
