@@ -79,7 +79,7 @@ pub(crate) fn note_miss(task: &'static str, release_ns: u64, start_ns: u64) {
 pub struct TaskExplanations {
     /// Task name.
     pub task: &'static str,
-    /// Its misses explained (the first [`KEEP_PER_TASK`]).
+    /// Its misses explained (the first 100).
     pub explanations: Vec<Explained>,
 }
 
