@@ -24,7 +24,7 @@
 //! # Ok::<(), preempt_trace::Error>(())
 //! ```
 //!
-//! Module order (each imports only those above it): [`format`] → [`ring`] → [`decode`] →
+//! Module order (each imports only those above it): [`format`](mod@format) → [`ring`] → [`decode`] →
 //! [`attribute`] → [`perfetto`] → [`tracefs`] → [`session`].
 
 pub mod attribute;
