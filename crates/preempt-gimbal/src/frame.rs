@@ -48,6 +48,9 @@ pub const BUS_HZ: u64 = 10_000_000;
 pub const BUS_NS: u64 = (FRAME_LEN as u64) * 8 * 1_000_000_000 / BUS_HZ;
 /// Size of the shared page.
 pub const PAGE_LEN: usize = 4096;
+/// Bytes of each direction's slot in the page: a plant's frames use a prefix of it (the
+/// gimbal's are [`FRAME_LEN`]; any plant run by [`crate::plant_rt::run`] has up to this).
+pub const SLOT_LEN: usize = 64;
 /// Offset of the TX frame in the page.
 pub const TX_OFF: usize = 0;
 /// Offset of the RX frame in the page.
@@ -80,6 +83,9 @@ pub const STALL_NS: u64 = 1_000_000;
 pub const FLAG_FIFO: u64 = 1;
 /// Flag bit: the plant is pinned to a CPU.
 pub const FLAG_PINNED: u64 = 2;
+/// First flag bit a plant model may set for itself ([`crate::plant_rt::PlantModel::flags`]);
+/// bits 8 to 62 are the model's.
+pub const FLAG_MODEL_FIRST: u64 = 1 << 8;
 /// Flag bit: the plant's loop has started (its clock is running).
 pub const FLAG_RUNNING: u64 = 1 << 63;
 
@@ -174,6 +180,12 @@ mod tests {
     #[test]
     fn bus_time_is_24_bytes_at_10_mhz() {
         assert_eq!(BUS_NS, 19_200);
-        const { assert!(RX_OFF >= TX_OFF + FRAME_LEN && STATS_OFF >= RX_OFF + FRAME_LEN) };
+        const {
+            assert!(
+                FRAME_LEN <= SLOT_LEN
+                    && RX_OFF >= TX_OFF + SLOT_LEN
+                    && STATS_OFF >= RX_OFF + SLOT_LEN
+            )
+        };
     }
 }
