@@ -146,6 +146,18 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
     let samples = cfg.samples();
     let soft = soft_mode();
+    // Held for the whole run: the controller's CPU must not halt between samples (a halted
+    // vCPU's wake-up costs tens of µs here, a fifth of the period). What real-time setups do;
+    // without root the run goes on and says so (`cpu_dma_latency_us: null`, a warning).
+    let dma = match preempt_io::sys::cpu::hold_cpu_dma_latency(0) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            eprintln!(
+                "gimbal: warning: /dev/cpu_dma_latency not held at 0 ({e}): idle CPUs may halt and wake late; run as root"
+            );
+            None
+        }
+    };
 
     let reference = crate::reference::run(cfg.seed, &cfg.steps, samples)?;
     for r in &reference {
@@ -191,6 +203,8 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         harness::AppFlags {
             stop: &app::STOP,
             plant_dead: &app::PLANT_DEAD,
+            fail: app::fail,
+            plant_cpu: cfg.plant_cpu,
         },
     )
     .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
@@ -257,6 +271,9 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         soft,
         interrupted,
         error,
+        cpu_dma_latency_us: dma
+            .as_ref()
+            .map(preempt_io::sys::cpu::CpuDmaLatency::target_us),
         stress: cfg.stress.clone(),
         rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),
         axes: result::axis_quality(&cfg.steps, &records, &reference),
@@ -267,6 +284,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
             missed: expected.saturating_sub(exchanged),
             refused_releases: app::REFUSED.load(Ordering::Relaxed),
         },
+        misses: result::miss_causes(&records, expected, counters.stalls),
         telemetry: TelemetryCounts {
             written: counts.state,
             lost,

@@ -157,6 +157,9 @@ where
         })
 }
 
+/// A plant alive but without a step for this long ends the run (its CPU is taken).
+pub const STALL_NS: u64 = 2_000_000_000;
+
 /// The flags the watchdog sets in the app.
 #[derive(Clone, Copy, Debug)]
 pub struct AppFlags {
@@ -164,6 +167,10 @@ pub struct AppFlags {
     pub stop: &'static AtomicBool,
     /// The app's "plant is dead" flag.
     pub plant_dead: &'static AtomicBool,
+    /// Records why the run ended (the app's error slot).
+    pub fail: fn(String),
+    /// The plant's CPU, for the stall message.
+    pub plant_cpu: Option<usize>,
 }
 
 /// Starts the watchdog thread `name` (see the module docs); it ends when `finished` is set.
@@ -182,15 +189,31 @@ pub fn watchdog(
         .name(name.into())
         .spawn(move || {
             let mut next = clock::monotonic_now_ns();
+            let (mut steps, mut moved_ns) = (0, next);
             while !finished.load(Ordering::Acquire) {
                 if stop.load(Ordering::Relaxed) {
                     app.stop.store(true, Ordering::Relaxed);
                 }
-                let dead = plant
+                let (dead, now_steps) = plant
                     .lock()
-                    .map(|mut p| !matches!(p.try_wait(), Ok(None)))
-                    .unwrap_or(true);
-                if dead {
+                    .map(|mut p| (!matches!(p.try_wait(), Ok(None)), p.counters().steps))
+                    .unwrap_or((true, steps));
+                if now_steps != steps {
+                    (steps, moved_ns) = (now_steps, next);
+                }
+                let stalled = next.saturating_sub(moved_ns) >= STALL_NS;
+                if stalled {
+                    // Alive but not stepping: its CPU is taken (another real-time thread
+                    // of equal or higher priority); the exchange would wait forever.
+                    (app.fail)(format!(
+                        "the plant process has not stepped for {} s: its CPU ({}) is taken \
+                         by another real-time thread of equal or higher priority (another \
+                         demo running?); try another --plant-cpu",
+                        STALL_NS / 1_000_000_000,
+                        app.plant_cpu.map_or("any".to_string(), |c| c.to_string())
+                    ));
+                }
+                if dead || stalled {
                     app.plant_dead.store(true, Ordering::Release);
                     // Release an exchange that waits for the dead plant's answer.
                     let _ = done_ring.write(1);

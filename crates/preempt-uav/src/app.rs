@@ -70,8 +70,12 @@ fn now_ns() -> u64 {
     preempt::Instant::now().as_nanos()
 }
 
-fn fail(msg: String) {
-    *ERROR.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+/// Records why the flight ended (the first reason recorded wins).
+pub fn fail(msg: String) {
+    ERROR
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert(msg);
 }
 
 #[preempt::app(main = false)]

@@ -208,6 +208,8 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         harness::AppFlags {
             stop: &app::STOP,
             plant_dead: &app::SIM_DEAD,
+            fail: app::fail,
+            plant_cpu: cfg.sim_cpu,
         },
     )
     .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
