@@ -30,6 +30,13 @@ pub struct PlantCounters {
     pub late_steps: u64,
     /// Largest step lateness, ns.
     pub max_late_ns: u64,
+    /// Episodes of 1 ms or more behind the grid ([`frame::STAT_STALLS`]).
+    #[serde(default)]
+    pub stalls: u64,
+    /// Of those, stalls in which another thread ran on the plant's CPU
+    /// ([`frame::STAT_STALLS_PREEMPTED`]).
+    #[serde(default)]
+    pub stalls_preempted: u64,
     /// Transactions served.
     pub transfers: u64,
     /// The step loop ran under SCHED_FIFO.
@@ -48,6 +55,8 @@ impl PlantCounters {
             steps: page.load_u64(frame::STAT_STEPS),
             late_steps: page.load_u64(frame::STAT_LATE_STEPS),
             max_late_ns: page.load_u64(frame::STAT_MAX_LATE_NS),
+            stalls: page.load_u64(frame::STAT_STALLS),
+            stalls_preempted: page.load_u64(frame::STAT_STALLS_PREEMPTED),
             transfers: page.load_u64(frame::STAT_TRANSFERS),
             fifo: flags & frame::FLAG_FIFO != 0,
             pinned: flags & frame::FLAG_PINNED != 0,
