@@ -7,7 +7,7 @@
 
 use std::fs;
 
-use preempt_io::sys::{caps, clock, cpu, kernel, limits, thread};
+use preempt_io::sys::{caps, clock, cpu, kernel, limits, procstat, thread};
 
 use crate::procfs::{self, cmdline_value, parse_cpu_list_lenient, read_trimmed};
 use crate::results::{CheckItem, CheckReport, Status};
@@ -615,7 +615,8 @@ fn clocksource() -> CheckItem {
 
 fn virtualization() -> CheckItem {
     let title = "Virtualisation";
-    let steal = procfs::cpu_times()
+    let steal = procstat::read()
+        .unwrap_or_default()
         .into_iter()
         .find(|(c, _)| c.is_none())
         .map(|(_, t)| {

@@ -1,5 +1,6 @@
 //! Readers of `/proc` and `/sys` files used by `check`, the system-information block and the
-//! validity ledger. Plain file reads: no FFI here.
+//! validity ledger. Plain file reads: no FFI here. `/proc/stat` is read by
+//! `preempt_io::sys::procstat`, shared with the monitor and the trace attribution.
 //!
 //! Every reader takes the file's text (or a root path) so it is unit-tested on fixed input.
 
@@ -9,65 +10,6 @@ use std::path::Path;
 /// Reads a small text file, trimmed; `None` if it does not exist or cannot be read.
 pub fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
-}
-
-/// Cumulative CPU time counters of one line of `/proc/stat`, in USER_HZ ticks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    /// Time doing anything but idle/iowait.
-    pub busy: u64,
-    /// Idle + iowait.
-    pub idle: u64,
-    /// Time the hypervisor ran something else while this vCPU wanted to run.
-    pub steal: u64,
-}
-
-impl CpuTimes {
-    /// All ticks.
-    pub fn total(&self) -> u64 {
-        self.busy + self.idle + self.steal
-    }
-    /// The difference `self - earlier`.
-    pub fn since(&self, earlier: &CpuTimes) -> CpuTimes {
-        CpuTimes {
-            busy: self.busy.saturating_sub(earlier.busy),
-            idle: self.idle.saturating_sub(earlier.idle),
-            steal: self.steal.saturating_sub(earlier.steal),
-        }
-    }
-}
-
-/// Parses `/proc/stat` into the aggregate line (`None` key) and per-CPU lines.
-pub fn parse_proc_stat(text: &str) -> Vec<(Option<usize>, CpuTimes)> {
-    text.lines()
-        .filter(|l| l.starts_with("cpu"))
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let name = fields.next()?;
-            let cpu = match &name[3..] {
-                "" => None,
-                n => Some(n.parse().ok()?),
-            };
-            // user nice system idle iowait irq softirq steal guest guest_nice
-            let v: Vec<u64> = fields.map(|f| f.parse().unwrap_or(0)).collect();
-            let get = |i: usize| v.get(i).copied().unwrap_or(0);
-            Some((
-                cpu,
-                CpuTimes {
-                    busy: get(0) + get(1) + get(2) + get(5) + get(6),
-                    idle: get(3) + get(4),
-                    steal: get(7),
-                },
-            ))
-        })
-        .collect()
-}
-
-/// Current `/proc/stat` counters.
-pub fn cpu_times() -> Vec<(Option<usize>, CpuTimes)> {
-    fs::read_to_string("/proc/stat")
-        .map(|t| parse_proc_stat(&t))
-        .unwrap_or_default()
 }
 
 /// First "model name" (x86), "Model" or "Hardware" (arm) line of `/proc/cpuinfo`.
@@ -263,26 +205,6 @@ pub fn last_level_cache_bytes() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn proc_stat_is_parsed_with_steal() {
-        let text = "cpu  10 1 5 100 3 2 1 7 0 0\ncpu0 5 0 2 50 1 1 0 3 0 0\nintr 1 2\n";
-        let v = parse_proc_stat(text);
-        assert_eq!(v.len(), 2);
-        assert_eq!(
-            v[0],
-            (
-                None,
-                CpuTimes {
-                    busy: 19,
-                    idle: 103,
-                    steal: 7
-                }
-            )
-        );
-        assert_eq!(v[1].0, Some(0));
-        assert_eq!(v[1].1.total(), 8 + 51 + 3);
-    }
 
     #[test]
     fn cmdline_values_and_flags() {

@@ -85,8 +85,12 @@ fn account(start: u64) {
     CTRL_NS.fetch_add(now_ns().saturating_sub(start), Ordering::Relaxed);
 }
 
-fn fail(msg: String) {
-    *ERROR.lock().unwrap_or_else(|e| e.into_inner()) = Some(msg);
+/// Records why the run stopped; the first reason stays.
+pub fn fail(msg: String) {
+    ERROR
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert(msg);
 }
 
 // Sample and controllers share CPU 0 (the plant takes the last CPU): when `sample` ends, the

@@ -32,6 +32,8 @@ use crate::telemetry::McapSink;
 /// Bridge capacity, samples: 6.5 s of telemetry, so the recorder may stall that long (disk,
 /// a descheduled thread) before a sample is lost.
 const BRIDGE_CAPACITY: usize = 1 << 16;
+/// A plant alive but without a step for this long ends the run (its CPU is taken).
+const STALL_NS: u64 = 2_000_000_000;
 /// SCHED_FIFO priority of the plant's step loop: above the controller's (p90), as separate
 /// hardware would be.
 pub const PLANT_PRIORITY: u8 = 95;
@@ -152,6 +154,18 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
     let samples = cfg.samples();
     let soft = soft_mode();
+    // Held for the whole run: the controller's CPU must not halt between samples (a halted
+    // vCPU's wake-up costs tens of µs here, a fifth of the period). What real-time setups do;
+    // without root the run goes on and says so (`cpu_dma_latency_us: null`, a warning).
+    let dma = match preempt_io::sys::cpu::hold_cpu_dma_latency(0) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            eprintln!(
+                "gimbal: warning: /dev/cpu_dma_latency not held at 0 ({e}): idle CPUs may halt and wake late; run as root"
+            );
+            None
+        }
+    };
 
     let reference = crate::reference::run(cfg.seed, &cfg.steps, samples)?;
     for r in &reference {
@@ -207,19 +221,34 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     };
     let watchdog = {
         let (finished, stop, plant) = (Arc::clone(&finished), Arc::clone(stop), Arc::clone(&plant));
+        let plant_cpu = cfg.plant_cpu;
         std::thread::Builder::new()
             .name("gimbal-watchdog".into())
             .spawn(move || {
                 let mut next = clock::monotonic_now_ns();
+                let (mut steps, mut moved_ns) = (0, next);
                 while !finished.load(Ordering::Acquire) {
                     if stop.load(Ordering::Relaxed) {
                         app::STOP.store(true, Ordering::Relaxed);
                     }
-                    let dead = plant
+                    let (dead, now_steps) = plant
                         .lock()
-                        .map(|mut p| !matches!(p.try_wait(), Ok(None)))
-                        .unwrap_or(true);
-                    if dead {
+                        .map(|mut p| (!matches!(p.try_wait(), Ok(None)), p.counters().steps))
+                        .unwrap_or((true, steps));
+                    if now_steps != steps {
+                        (steps, moved_ns) = (now_steps, next);
+                    } else if next.saturating_sub(moved_ns) >= STALL_NS {
+                        // Alive but not stepping: its CPU is taken (another real-time thread
+                        // of equal or higher priority); the exchange would wait forever.
+                        app::fail(format!(
+                            "the plant process has not stepped for {} s: its CPU ({}) is taken \
+                             by another real-time thread of equal or higher priority (another \
+                             demo running?); try another --plant-cpu",
+                            STALL_NS / 1_000_000_000,
+                            plant_cpu.map_or("any".to_string(), |c| c.to_string())
+                        ));
+                    }
+                    if dead || next.saturating_sub(moved_ns) >= STALL_NS {
                         app::PLANT_DEAD.store(true, Ordering::Release);
                         // Release an exchange that waits for the dead plant's answer.
                         let _ = done_ring.write(1);
@@ -294,6 +323,9 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         soft,
         interrupted,
         error,
+        cpu_dma_latency_us: dma
+            .as_ref()
+            .map(preempt_io::sys::cpu::CpuDmaLatency::target_us),
         stress: cfg.stress.clone(),
         rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),
         axes: result::axis_quality(&cfg.steps, &records, &reference),
@@ -304,6 +336,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
             missed: expected.saturating_sub(exchanged),
             refused_releases: app::REFUSED.load(Ordering::Relaxed),
         },
+        misses: result::miss_causes(&records, expected, counters.stalls),
         telemetry: TelemetryCounts {
             written: counts.state,
             lost,

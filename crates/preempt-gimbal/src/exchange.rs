@@ -14,13 +14,17 @@
 //!
 //! The context must be created on the thread that submits (io_uring's `SINGLE_ISSUER`), so
 //! the app creates it in a task of the sample's priority, not in `init`.
+//!
+//! The chain moves bytes ([`Exchange::transfer_bytes`]) of the lengths given at set-up, so
+//! any plant on the page's slots uses it: the gimbal's frames ([`Exchange::transfer`]) and
+//! `preempt-uav`'s rotor commands and sensor frames.
 
 use std::io;
 use std::os::fd::OwnedFd;
 
 use preempt_io::rtio::{BufferId, IodevId, Rtio, RtioConfig, Sqe};
 
-use crate::frame::{self, FRAME_LEN, Rx, Tx};
+use crate::frame::{self, FRAME_LEN, Rx, SLOT_LEN, Tx};
 
 /// The userdata of the chain's last entry.
 const DONE: u64 = 0x5350_4921; // "SPI!"
@@ -34,6 +38,8 @@ pub struct Exchange {
     tx: BufferId,
     ack: BufferId,
     rx: BufferId,
+    tx_len: usize,
+    rx_len: usize,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -45,11 +51,31 @@ impl std::fmt::Debug for Exchange {
 }
 
 impl Exchange {
-    /// A context on (page, doorbell, done), as `PlantProcess::dup_fds` returns them.
+    /// A context for the gimbal's frames on (page, doorbell, done), as
+    /// `PlantProcess::dup_fds` returns them.
     ///
     /// # Errors
     /// io_uring/epoll set-up errors.
-    pub fn new([page, doorbell, done]: [OwnedFd; 3]) -> io::Result<Exchange> {
+    pub fn new(fds: [OwnedFd; 3]) -> io::Result<Exchange> {
+        Exchange::with_lengths(fds, FRAME_LEN, FRAME_LEN)
+    }
+
+    /// A context whose transactions send `tx_len` and receive `rx_len` bytes (each at most
+    /// [`SLOT_LEN`]).
+    ///
+    /// # Errors
+    /// `InvalidInput` for a length beyond the slot; io_uring/epoll set-up errors.
+    pub fn with_lengths(
+        [page, doorbell, done]: [OwnedFd; 3],
+        tx_len: usize,
+        rx_len: usize,
+    ) -> io::Result<Exchange> {
+        if tx_len > SLOT_LEN || rx_len > SLOT_LEN || tx_len == 0 || rx_len == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("frames of {tx_len}/{rx_len} bytes: expected 1..={SLOT_LEN}"),
+            ));
+        }
         let mut rtio = Rtio::new(RtioConfig {
             sq_size: 8,
             cq_size: 8,
@@ -57,13 +83,13 @@ impl Exchange {
             notify_eventfd: false,
             ..RtioConfig::default()
         })?;
-        let page = rtio.register_fd("gimbal-page", page)?;
-        let doorbell = rtio.register_fd("gimbal-doorbell", doorbell)?;
-        let done = rtio.register_fd("gimbal-done", done)?;
+        let page = rtio.register_fd("plant-page", page)?;
+        let doorbell = rtio.register_fd("plant-doorbell", doorbell)?;
+        let done = rtio.register_fd("plant-done", done)?;
         let buf = |r: &mut Rtio, n| r.alloc_buffer(n).map_err(io::Error::other);
-        let tx = buf(&mut rtio, FRAME_LEN)?;
+        let tx = buf(&mut rtio, tx_len)?;
         let ack = buf(&mut rtio, 8)?;
-        let rx = buf(&mut rtio, FRAME_LEN)?;
+        let rx = buf(&mut rtio, rx_len)?;
         Ok(Exchange {
             rtio,
             page,
@@ -72,6 +98,8 @@ impl Exchange {
             tx,
             ack,
             rx,
+            tx_len,
+            rx_len,
         })
     }
 
@@ -80,20 +108,44 @@ impl Exchange {
         format!("{:?}", self.rtio.backend().kind)
     }
 
-    /// One transaction: sends `tx`, returns what the plant sent meanwhile.
+    /// One gimbal transaction: sends `tx`, returns what the plant sent meanwhile.
     ///
     /// # Errors
     /// Any entry's error (a closed descriptor, a short transfer).
     pub fn transfer(&mut self, tx: &Tx) -> io::Result<Rx> {
+        let mut b = [0_u8; FRAME_LEN];
+        self.transfer_bytes(&tx.encode(), &mut b)?;
+        Ok(Rx::decode(&b))
+    }
+
+    /// One transaction of raw frames: sends `tx` (the set-up's TX length), fills `rx` (its
+    /// RX length) with what the plant sent meanwhile.
+    ///
+    /// # Errors
+    /// `InvalidInput` for slices of other lengths; any entry's error (a closed descriptor, a
+    /// short transfer).
+    pub fn transfer_bytes(&mut self, tx: &[u8], rx: &mut [u8]) -> io::Result<()> {
+        if tx.len() != self.tx_len || rx.len() != self.rx_len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "frames of {}/{} bytes for an exchange set up for {}/{}",
+                    tx.len(),
+                    rx.len(),
+                    self.tx_len,
+                    self.rx_len
+                ),
+            ));
+        }
         let e = io::Error::other;
         self.rtio
             .buffer_mut(self.tx)
             .map_err(e)?
-            .copy_from_slice(&tx.encode());
-        let len = FRAME_LEN as u32;
+            .copy_from_slice(tx);
+        let (tx_len, rx_len) = (self.tx_len as u32, self.rx_len as u32);
         let r = &mut self.rtio;
         r.prepare(
-            Sqe::write(self.page, self.tx, len)
+            Sqe::write(self.page, self.tx, tx_len)
                 .at(frame::TX_OFF as u64)
                 .chained()
                 .no_response(),
@@ -108,7 +160,7 @@ impl Exchange {
         r.prepare(Sqe::read(self.done, self.ack, 8).chained().no_response())
             .map_err(e)?;
         r.prepare(
-            Sqe::read(self.page, self.rx, len)
+            Sqe::read(self.page, self.rx, rx_len)
                 .at(frame::RX_OFF as u64)
                 .userdata(DONE),
         )
@@ -124,17 +176,16 @@ impl Exchange {
                 if let Some(err) = first_error {
                     return Err(err);
                 }
-                if c.result != len as i32 {
+                if c.result != rx_len as i32 {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
-                        format!("short RX frame: {} of {FRAME_LEN} bytes", c.result),
+                        format!("short RX frame: {} of {rx_len} bytes", c.result),
                     ));
                 }
                 break;
             }
         }
-        let mut b = [0_u8; FRAME_LEN];
-        b.copy_from_slice(self.rtio.buffer(self.rx).map_err(e)?);
-        Ok(Rx::decode(&b))
+        rx.copy_from_slice(self.rtio.buffer(self.rx).map_err(e)?);
+        Ok(())
     }
 }

@@ -5,9 +5,9 @@
 //! two eventfds:
 //!
 //! ```text
-//!  controller (sample task, RTIO chain)             plant process (bus thread)
+//!  controller (sample task, RTIO chain)             plant process (polling loop)
 //!  pwrite TX frame  -> page[TX_OFF..]
-//!  write 1          -> doorbell eventfd  ───────►   wakes; latches the sensors (RX frame
+//!  write 1          -> doorbell eventfd  ───────►   sees it; latches the sensors (RX frame
 //!                                                   -> page[RX_OFF..]) and the TX frame,
 //!                                                   holds the bus for 24 B at 10 MHz
 //!                                                   (19.2 µs), then hands the voltages to
@@ -48,6 +48,9 @@ pub const BUS_HZ: u64 = 10_000_000;
 pub const BUS_NS: u64 = (FRAME_LEN as u64) * 8 * 1_000_000_000 / BUS_HZ;
 /// Size of the shared page.
 pub const PAGE_LEN: usize = 4096;
+/// Bytes of each direction's slot in the page: a plant's frames use a prefix of it (the
+/// gimbal's are [`FRAME_LEN`]; any plant run by [`crate::plant_rt::run`] has up to this).
+pub const SLOT_LEN: usize = 64;
 /// Offset of the TX frame in the page.
 pub const TX_OFF: usize = 0;
 /// Offset of the RX frame in the page.
@@ -65,10 +68,24 @@ pub const STAT_MAX_LATE_NS: usize = STATS_OFF + 16;
 pub const STAT_TRANSFERS: usize = STATS_OFF + 24;
 /// Flags granted to the plant process: bit 0 SCHED_FIFO, bit 1 pinned, bit 63 running.
 pub const STAT_FLAGS: usize = STATS_OFF + 32;
+/// Counter: stalls, episodes in which the loop fell [`STALL_NS`] or more behind its grid
+/// (each counts once, however many steps it made late).
+pub const STAT_STALLS: usize = STATS_OFF + 40;
+/// Counter: stalls during which the loop's thread was preempted in the guest (its
+/// involuntary context switches grew): another thread ran on its CPU, e.g. the kernel's
+/// fair server giving starved SCHED_OTHER tasks their share. The other stalls had no
+/// switch: interrupts, or the hypervisor running something else on the vCPU.
+pub const STAT_STALLS_PREEMPTED: usize = STATS_OFF + 48;
+/// Lateness that makes a stall: 1 ms, 40 steps (more than a wake-up, as long as a
+/// scheduler time slice or a throttled real-time class).
+pub const STALL_NS: u64 = 1_000_000;
 /// Flag bit: the 40 kHz loop runs under SCHED_FIFO.
 pub const FLAG_FIFO: u64 = 1;
 /// Flag bit: the plant is pinned to a CPU.
 pub const FLAG_PINNED: u64 = 2;
+/// First flag bit a plant model may set for itself ([`crate::plant_rt::PlantModel::flags`]);
+/// bits 8 to 62 are the model's.
+pub const FLAG_MODEL_FIRST: u64 = 1 << 8;
 /// Flag bit: the plant's loop has started (its clock is running).
 pub const FLAG_RUNNING: u64 = 1 << 63;
 
@@ -163,6 +180,12 @@ mod tests {
     #[test]
     fn bus_time_is_24_bytes_at_10_mhz() {
         assert_eq!(BUS_NS, 19_200);
-        const { assert!(RX_OFF >= TX_OFF + FRAME_LEN && STATS_OFF >= RX_OFF + FRAME_LEN) };
+        const {
+            assert!(
+                FRAME_LEN <= SLOT_LEN
+                    && RX_OFF >= TX_OFF + SLOT_LEN
+                    && STATS_OFF >= RX_OFF + SLOT_LEN
+            )
+        };
     }
 }

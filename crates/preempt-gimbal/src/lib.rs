@@ -9,8 +9,8 @@
 //! ```text
 //!   gimbal-plant process                         demo process
 //!  ┌──────────────────────────┐   shared page  ┌─────────────────────────────────────────┐
-//!  │ step loop 40 kHz (FIFO95)│◄──────────────►│ controller app (preempt)                │
-//!  │ bus thread (FIFO94)      │  doorbell/done │  sample p90 10 kHz ─ exchange (RTIO)     │
+//!  │ one polling loop (FIFO95)│◄──────────────►│ controller app (preempt)                │
+//!  │ 40 kHz steps + SPI slave │  doorbell/done │  sample p90 10 kHz ─ exchange (RTIO)     │
 //!  └──────────────────────────┘    eventfds    │  current ×2, position ×2 p80 (PCP volts) │
 //!                                              │        │ bridge                          │
 //!                                              │  recorder ─► gimbal.mcap                 │

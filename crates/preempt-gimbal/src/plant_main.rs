@@ -1,5 +1,6 @@
 //! The plant process's entry point, shared by the `gimbal-plant` binary and `preempt`'s
-//! hidden `__gimbal-plant` subcommand (so the CLI needs no second binary).
+//! hidden `__gimbal-plant` subcommand (so the CLI needs no second binary); [`main_for`] is
+//! the same entry for any [`PlantModel`] (`preempt-uav`'s `uav-sim` uses it).
 //!
 //! ```text
 //! gimbal-plant [--fds PAGE,DOORBELL,DONE] [--seed N] [--cpu N] [--priority P] [--duration S]
@@ -12,22 +13,28 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use crate::plant_rt::{self, PlantConfig};
+use crate::model::Plant;
+use crate::plant_rt::{self, PlantConfig, PlantModel};
 use crate::spawn::{BusEnds, PlantCounters};
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::memfd::{MemFd, SharedMap};
 use preempt_io::sys::process;
 
-const USAGE: &str = "usage: gimbal-plant [--fds PAGE,DOORBELL,DONE] [--seed N] [--cpu N] [--priority 1..99] [--duration S]";
+fn usage(name: &str) -> String {
+    format!(
+        "usage: {name} [--fds PAGE,DOORBELL,DONE] [--seed N] [--cpu N] [--priority 1..99] [--duration S]"
+    )
+}
 
-fn parse(argv: &[String]) -> Result<(PlantConfig, Option<Vec<i32>>), String> {
+fn parse(name: &str, argv: &[String]) -> Result<(PlantConfig, Option<Vec<i32>>), String> {
+    let usage = usage(name);
     let mut cfg = PlantConfig::default();
     let mut fds = None;
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         let mut value = || {
             it.next()
-                .ok_or_else(|| format!("{a}: missing value ({USAGE})"))
+                .ok_or_else(|| format!("{a}: missing value ({usage})"))
         };
         match a.as_str() {
             "--fds" => {
@@ -73,14 +80,18 @@ fn parse(argv: &[String]) -> Result<(PlantConfig, Option<Vec<i32>>), String> {
                 }
                 cfg.duration_ns = Some((s * 1e9) as u64);
             }
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown flag '{other}' ({USAGE})")),
+            "-h" | "--help" => return Err(usage),
+            other => return Err(format!("unknown flag '{other}' ({usage})")),
         }
     }
     Ok((cfg, fds))
 }
 
-fn run(mut cfg: PlantConfig, fds: Option<Vec<i32>>) -> std::io::Result<()> {
+fn run<M: PlantModel>(
+    plant: M,
+    mut cfg: PlantConfig,
+    fds: Option<Vec<i32>>,
+) -> std::io::Result<()> {
     let stop = AtomicBool::new(false);
     match fds {
         Some(raw) => {
@@ -96,6 +107,7 @@ fn run(mut cfg: PlantConfig, fds: Option<Vec<i32>>) -> std::io::Result<()> {
                 crate::frame::PAGE_LEN.min(page.len()),
             )?);
             plant_rt::run(
+                plant,
                 &cfg,
                 map,
                 EventFd::from_owned(doorbell, true)?,
@@ -111,6 +123,7 @@ fn run(mut cfg: PlantConfig, fds: Option<Vec<i32>>) -> std::io::Result<()> {
                 crate::frame::PAGE_LEN,
             )?);
             plant_rt::run(
+                plant,
                 &cfg,
                 Arc::clone(&map),
                 bus.doorbell.try_clone()?,
@@ -119,7 +132,8 @@ fn run(mut cfg: PlantConfig, fds: Option<Vec<i32>>) -> std::io::Result<()> {
             )?;
             let c = PlantCounters::read(&map);
             println!(
-                "gimbal-plant: {} steps, {} late (max lateness {:.1} µs), SCHED_FIFO {}, pinned {}",
+                "{}: {} steps, {} late (max lateness {:.1} µs), SCHED_FIFO {}, pinned {}",
+                M::NAME,
                 c.steps,
                 c.late_steps,
                 c.max_late_ns as f64 / 1e3,
@@ -131,20 +145,26 @@ fn run(mut cfg: PlantConfig, fds: Option<Vec<i32>>) -> std::io::Result<()> {
     }
 }
 
-/// Runs the plant process with its command-line arguments (without the program name);
-/// returns the exit code: 0 ok, 1 runtime error, 2 bad arguments.
+/// Runs the gimbal's plant process with its command-line arguments (without the program
+/// name); returns the exit code: 0 ok, 1 runtime error, 2 bad arguments.
 pub fn main_with_args(argv: &[String]) -> u8 {
-    let (cfg, fds) = match parse(argv) {
+    main_for(argv, Plant::new)
+}
+
+/// Runs the plant process of model `M` (made from the seed by `make`) with its command-line
+/// arguments; the exit codes of [`main_with_args`].
+pub fn main_for<M: PlantModel>(argv: &[String], make: fn(u64) -> M) -> u8 {
+    let (cfg, fds) = match parse(M::NAME, argv) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("gimbal-plant: {e}");
+            eprintln!("{}: {e}", M::NAME);
             return 2;
         }
     };
-    match run(cfg, fds) {
+    match run(make(cfg.seed), cfg, fds) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("gimbal-plant: {e}");
+            eprintln!("{}: {e}", M::NAME);
             1
         }
     }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use preempt_stats::histogram::Histogram;
 
-use crate::control::{AXES, SAMPLE_S, Steps};
+use crate::control::{AXES, SAMPLE_NS, SAMPLE_S, Steps};
 use crate::record::SampleRecord;
 use crate::spawn::PlantCounters;
 
@@ -64,6 +64,48 @@ pub struct SampleCounts {
     pub missed: u64,
     /// Controller releases refused (the previous job still queued).
     pub refused_releases: u64,
+}
+
+/// Why samples were missed, as far as the records explain it: the sample before a gap is
+/// looked at (it ran late, so the releases after it were skipped).
+/// `exchange_overran + released_late + outside == missed` of [`SampleCounts`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissCauses {
+    /// Missed after a sample whose exchange took a whole period or more: the plant's bus
+    /// answered late (the plant stalled, or its CPU was slow to wake).
+    pub exchange_overran: u64,
+    /// Missed after a sample that ran late for another reason: the controller's own thread
+    /// started late (its CPU was taken) or ran long.
+    pub released_late: u64,
+    /// Missed before the first exchanged sample or after the last (start-up, a stop).
+    pub outside: u64,
+    /// Plant stalls (1 ms or more behind its grid) during the run.
+    pub plant_stalls: u64,
+}
+
+/// Attributes the gaps in `real` (sorted by sample number) of a run of `expected` samples.
+pub fn miss_causes(real: &[SampleRecord], expected: u64, plant_stalls: u64) -> MissCauses {
+    let mut c = MissCauses {
+        plant_stalls,
+        ..MissCauses::default()
+    };
+    let (Some(first), Some(last)) = (real.first(), real.last()) else {
+        c.outside = expected;
+        return c;
+    };
+    c.outside = first.k + expected.saturating_sub(last.k + 1);
+    for w in real.windows(2) {
+        let gap = w[1].k.saturating_sub(w[0].k + 1);
+        if gap == 0 {
+            continue;
+        }
+        if w[0].exchange_ns >= SAMPLE_NS {
+            c.exchange_overran += gap;
+        } else {
+            c.released_late += gap;
+        }
+    }
+    c
 }
 
 /// Telemetry bookkeeping.
@@ -153,6 +195,10 @@ pub struct GimbalData {
     pub interrupted: bool,
     /// Why the run stopped early, if it did.
     pub error: Option<String>,
+    /// The `/dev/cpu_dma_latency` target held during the run, µs (`null`: not held, idle
+    /// CPUs could halt).
+    #[serde(default)]
+    pub cpu_dma_latency_us: Option<i32>,
     /// Stress applied during the run (`null`: idle).
     pub stress: Option<String>,
     /// The RTIO backend of the exchange.
@@ -161,6 +207,9 @@ pub struct GimbalData {
     pub axes: Vec<AxisQuality>,
     /// Sample bookkeeping.
     pub samples: SampleCounts,
+    /// Why samples were missed.
+    #[serde(default)]
+    pub misses: MissCauses,
     /// Telemetry bookkeeping.
     pub telemetry: TelemetryCounts,
     /// `sample` (exchange excluded) + the controllers it released, per sample, ns.
@@ -348,6 +397,18 @@ mod tests {
         assert!((q[0].settling_ms.unwrap() - 0.1).abs() < 1e-12);
         assert_eq!(q[1].step_rad, 0.0);
         assert_eq!(q[1].overshoot_pct, None);
+    }
+
+    #[test]
+    fn misses_are_attributed_to_the_sample_before_the_gap() {
+        let mut r: Vec<_> = [1, 2, 5, 6, 8].iter().map(|&k| rec(k, 0.0)).collect();
+        r[1].exchange_ns = SAMPLE_NS; // sample 2's exchange overran: 3, 4 skipped
+        let c = miss_causes(&r, 10, 1);
+        assert_eq!(c.exchange_overran, 2);
+        assert_eq!(c.released_late, 1); // 7
+        assert_eq!(c.outside, 1 + 1); // 0 and 9
+        assert_eq!(c.plant_stalls, 1);
+        assert_eq!(miss_causes(&[], 4, 0).outside, 4);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The controller's side of the plant process: create the shared page and the two
-//! eventfds, start `gimbal-plant` with them inherited at fixed descriptor numbers, watch it,
-//! and kill it on drop.
+//! eventfds, start the plant (`gimbal-plant`, or any program that runs
+//! [`crate::plant_main::main_for`], such as `preempt-uav`'s `uav-sim`) with them inherited at
+//! fixed descriptor numbers, watch it, and kill it on drop.
 //!
 //! As `imu-sim` (see `preempt_imu_sim::spawn`), the child runs in a process group of its
 //! own, so a terminal's Ctrl-C reaches the demo only, which then finishes its files and stops
@@ -29,6 +30,13 @@ pub struct PlantCounters {
     pub late_steps: u64,
     /// Largest step lateness, ns.
     pub max_late_ns: u64,
+    /// Episodes of 1 ms or more behind the grid ([`frame::STAT_STALLS`]).
+    #[serde(default)]
+    pub stalls: u64,
+    /// Of those, stalls in which another thread ran on the plant's CPU
+    /// ([`frame::STAT_STALLS_PREEMPTED`]).
+    #[serde(default)]
+    pub stalls_preempted: u64,
     /// Transactions served.
     pub transfers: u64,
     /// The step loop ran under SCHED_FIFO.
@@ -47,6 +55,8 @@ impl PlantCounters {
             steps: page.load_u64(frame::STAT_STEPS),
             late_steps: page.load_u64(frame::STAT_LATE_STEPS),
             max_late_ns: page.load_u64(frame::STAT_MAX_LATE_NS),
+            stalls: page.load_u64(frame::STAT_STALLS),
+            stalls_preempted: page.load_u64(frame::STAT_STALLS_PREEMPTED),
             transfers: page.load_u64(frame::STAT_TRANSFERS),
             fifo: flags & frame::FLAG_FIFO != 0,
             pinned: flags & frame::FLAG_PINNED != 0,
@@ -78,7 +88,7 @@ impl BusEnds {
     /// # Errors
     /// memfd/eventfd/mmap errors.
     pub fn new() -> io::Result<BusEnds> {
-        let page = MemFd::new("gimbal-bus", PAGE_LEN)?;
+        let page = MemFd::new("plant-bus", PAGE_LEN)?;
         let map = SharedMap::new(page.as_fd(), PAGE_LEN)?;
         Ok(BusEnds {
             page,
@@ -99,11 +109,11 @@ pub struct PlantProcess {
 
 impl PlantProcess {
     /// Starts `exe` (the `gimbal-plant` binary, or a program that runs
-    /// `plant_main::main_with_args` after the arguments `prefix`) with `cfg`.
+    /// `plant_main::main_for` after the arguments `prefix`) with `cfg`.
     ///
     /// # Errors
     /// Descriptor creation or spawn errors (`NotFound` when `exe` does not exist: build it
-    /// with `cargo build --release -p preempt-gimbal`).
+    /// with `cargo build --release`).
     pub fn spawn(exe: &Path, prefix: &[String], cfg: &PlantConfig) -> io::Result<PlantProcess> {
         let bus = BusEnds::new()?;
         let first: RawFd = process::FIRST_PASSED_FD;
@@ -130,7 +140,7 @@ impl PlantProcess {
             io::Error::new(
                 e.kind(),
                 format!(
-                    "cannot start the plant {}: {e} (build it with `cargo build --release -p preempt-gimbal`)",
+                    "cannot start the plant {}: {e} (build it with `cargo build --release`)",
                     exe.display()
                 ),
             )
@@ -219,7 +229,7 @@ impl PlantProcess {
 impl Drop for PlantProcess {
     fn drop(&mut self) {
         if let Err(e) = self.stop() {
-            eprintln!("gimbal: could not stop the plant process: {e}");
+            eprintln!("preempt: could not stop the plant process: {e}");
         }
     }
 }

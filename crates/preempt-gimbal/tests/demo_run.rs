@@ -65,7 +65,17 @@ fn run(mut cmd: Command, kill_plant_after: Option<Duration>) -> Output {
                 }
             }
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "the demo hangs");
+        if start.elapsed() > Duration::from_secs(120) {
+            // Kill it (its plant follows: parent-death signal) before failing, so that a
+            // hung run does not outlive the test.
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the demo hangs: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         std::thread::yield_now();
     }
 }
@@ -142,14 +152,42 @@ fn demo_runs_records_everything_and_survives_a_dying_plant() {
     assert_eq!(axes.len(), 2);
     assert_eq!(axes[0]["name"], "pan");
     assert_eq!(axes[0]["step_rad"], 0.5);
-    // The error against the reference is computed; its size is a timing-quality figure
-    // (docs/PERFORMANCE.md, release build), not a test property: on an idle 2-vCPU VM a debug
-    // build's pan RMS error was 0.09-0.30 rad (halted vCPUs wake slowly), under load 0.02.
-    let pan_rms = axes[0]["rms_error_rad"].as_f64().unwrap();
-    assert!(
-        pan_rms.is_finite() && pan_rms >= 0.0,
-        "pan RMS error vs reference {pan_rms} rad"
-    );
+    // Control quality against the ideal-timing reference, on both axes. The demo's target
+    // (≤ 1 % of the step, docs/PERFORMANCE.md) is for a release build on an idle machine; this
+    // is a debug build of the app on a machine shared with builds, so the bound is looser,
+    // but it fails on what issue 14 saw before the plant polled and cpu_dma_latency was held
+    // (pan RMS 18-60 % of the step on an idle VM). Measured with this test's settings: real-time
+    // 0.02-1.8 %, soft mode 7 % (load average 6-11). Soft mode (no priorities: any thread can
+    // delay the exchange by milliseconds) is checked for a working loop only.
+    let bound_pct = if privileged() { 5.0 } else { 25.0 };
+    let series = &d["series"];
+    let last_real = series["real_rad"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|p| p[0].is_number())
+        .unwrap();
+    let last_setpoint = series["setpoint_rad"].as_array().unwrap().last().unwrap();
+    for (a, axis) in axes.iter().enumerate() {
+        let pct = axis["rms_error_pct_of_step"].as_f64().unwrap();
+        assert!(
+            pct.is_finite() && pct <= bound_pct,
+            "{} RMS error vs reference {pct:.2} % of the step (bound {bound_pct} %): {axis}",
+            axis["name"]
+        );
+        // The loop works: each axis ends at its setpoint (within the 2 % settling band).
+        let (y, r) = (
+            last_real[a].as_f64().unwrap(),
+            last_setpoint[a].as_f64().unwrap(),
+        );
+        let step = axis["step_rad"].as_f64().unwrap().abs();
+        assert!(
+            (y - r).abs() <= 0.02 * step,
+            "{} ends at {y} rad, setpoint {r}",
+            axis["name"]
+        );
+    }
     assert!(d["controller_cpu_per_sample_ns"]["p99"].as_u64().unwrap() > 0);
     assert!(d["plant"]["steps"].as_u64().unwrap() >= 4 * exchanged);
     assert_eq!(d["soft"].as_bool().unwrap(), !privileged());

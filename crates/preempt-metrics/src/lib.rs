@@ -7,7 +7,8 @@
 //!   anything but its own connection);
 //! - [`expo`]: writing families with the maintained `prometheus-client` encoder;
 //! - [`buckets`]: log-spaced bucket bounds in seconds, filled from a `preempt-stats`
-//!   histogram; [`window`]: a lock-free sliding-window maximum; [`procstat`]: steal time.
+//!   histogram; [`window`]: a lock-free sliding-window maximum. Steal time comes from
+//!   [`preempt_io::sys::procstat`], the project's one `/proc/stat` reader.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -26,5 +27,4 @@ pub mod buckets;
 pub mod expo;
 pub mod http;
 pub mod monitor;
-pub mod procstat;
 pub mod window;

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use preempt_io::sys::clock::{self, ClockId, monotonic_now_ns};
 use preempt_io::sys::sched::{self, Policy};
-use preempt_io::sys::{kernel, mem, thread};
+use preempt_io::sys::{kernel, mem, procstat, thread};
 use preempt_stats::histogram::{Histogram, HistogramSnapshot};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -48,7 +48,6 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Unit;
 
 use crate::expo::{self, Labels, seconds};
-use crate::procstat;
 use crate::window::SlidingMax;
 
 /// Default period: 1 ms (`preempt latency`'s and cyclictest's usual interval).
@@ -528,11 +527,11 @@ fn housekeeping(shared: &Shared) {
 }
 
 fn sample_steal(shared: &Shared) {
-    let all = procstat::steal_ticks();
+    let all = procstat::read().unwrap_or_default();
     let ticks: Vec<u64> = shared
         .cpus
         .iter()
-        .map(|c| all.iter().find(|(cpu, _)| *cpu == c.cpu).map_or(0, |t| t.1))
+        .map(|c| procstat::steal_ticks(&all, c.cpu).unwrap_or(0))
         .collect();
     let now = monotonic_now_ns();
     let mut s = shared.steal.lock().unwrap_or_else(|e| e.into_inner());

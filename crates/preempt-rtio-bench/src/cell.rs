@@ -18,6 +18,7 @@ use preempt_io::rtio::{BackendChoice, Rtio, RtioConfig, TaskRun};
 use preempt_io::sys::clock::{self, ClockId};
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::fdio;
+use preempt_io::sys::procstat;
 use preempt_io::sys::sched::{self, Policy};
 use serde::Serialize;
 
@@ -248,22 +249,13 @@ impl DevState {
 }
 
 fn cpu_times(cpu: usize) -> io::Result<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat")?;
-    let name = format!("cpu{cpu} ");
-    let line = stat.lines().find(|l| l.starts_with(&name)).ok_or_else(|| {
+    let t = procstat::cpu(&procstat::read()?, cpu).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
             format!("cpu{cpu} not in /proc/stat (--consumer-cpu)"),
         )
     })?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let total: u64 = v.iter().take(8).sum();
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    Ok((total, idle))
+    Ok((t.total(), t.idle))
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {

@@ -17,14 +17,24 @@
 //!    |---- before wake ----|---- runnable -------|---- running ----|
 //!  in irq/vector     -> irq (handler name / vector)     (any phase)
 //!  in softirq        -> softirq (vector name)           (any phase)
+//!  in hrtimer only   -> timer (hrtimer callbacks outside an interrupt)   (any phase)
 //!  idle task         -> idle_exit (up to the C-state's declared exit latency; beyond it:
-//!                       invisible, the host or the hardware)  | wakeup (idle -> task switch)
-//!  another thread    -> timer (the expiry came late while it ran) | thread (comm, pid,
-//!                       policy; `inversion` if its priority is below the victim's)
+//!                       invisible)                           | wakeup (idle -> task switch)
+//!  another thread    -> invisible (the timer interrupt      | thread (comm, pid, policy;
+//!                       should have cut in: nothing           `inversion` if its priority
+//!                       recorded says why it did not)         is below the victim's)
 //!  the victim        -> thread (its previous job, while it has not slept since the
-//!                       release)                               | wakeup (switch-in, return)
+//!                       release), else invisible            | wakeup (switch-in, return)
 //!  no trace yet      -> invisible
 //! ```
+//!
+//! `invisible` is the part of the window no recorded event explains: before the wake-up, the
+//! victim waits only for its timer interrupt, and neither an idle CPU (past its C-state's exit
+//! latency) nor a running thread can hold that interrupt back while the kernel records nothing.
+//! What can is the hypervisor running something else on this vCPU (steal), an SMI, the
+//! hardware, or a section with interrupts disabled (which these events do not show). The
+//! session reports the CPU's `/proc/stat` steal time around each window beside it, so that a
+//! reader can tell the host from the rest.
 //!
 //! # Why it works
 //! The intervals partition `[release, end)`, so the causes add up to the delay exactly (in
@@ -52,10 +62,11 @@ pub enum CauseKind {
     Wakeup,
     /// The CPU was idle and had to leave its idle state.
     IdleExit,
-    /// The timer expired late: its interrupt came while another thread ran (interrupts off,
-    /// or the tick/host delayed it), or hrtimer callbacks ran outside any interrupt.
+    /// hrtimer callbacks ran outside any interrupt handler.
     Timer,
-    /// Time the kernel does not account: host (steal), SMI, hardware, or before the trace.
+    /// Time no recorded event explains: the CPU idled past its C-state's exit latency, or the
+    /// timer interrupt came late with nothing recorded in between (host steal, SMI, hardware,
+    /// interrupts disabled), or the window began before the trace.
     Invisible,
 }
 
@@ -81,7 +92,7 @@ pub struct Cause {
     pub kind: CauseKind,
     /// Handler, vector, comm or description.
     pub name: String,
-    /// Thread id for `thread` (and `timer` under a thread); `null` otherwise.
+    /// Thread id for `thread` (and for `invisible` time while a thread ran); `null` otherwise.
     pub pid: Option<i32>,
     /// Delay charged to it.
     pub ns: u64,
@@ -148,6 +159,15 @@ impl Explanation {
     pub fn main_cause(&self) -> Option<&Cause> {
         self.causes.first()
     }
+
+    /// The delay charged to causes of the given kinds, ns.
+    pub fn ns_of(&self, kinds: &[CauseKind]) -> u64 {
+        self.causes
+            .iter()
+            .filter(|c| kinds.contains(&c.kind))
+            .map(|c| c.ns)
+            .sum()
+    }
 }
 
 /// Facts about the CPU that [`explain`] needs beside its events.
@@ -165,6 +185,14 @@ enum Ctx {
     Softirq(u32),
     Hrtimer,
 }
+
+/// `invisible` in an idle CPU past the exit latency its idle states declare.
+const IDLE_PAST_EXIT: &str =
+    "idle past the C-state's exit latency, nothing recorded (host steal, SMI, hardware)";
+/// `invisible` while a thread ran and the timer interrupt did not come (prefix).
+const LATE_IRQ: &str = "timer interrupt late, nothing recorded (host steal, SMI, interrupts off)";
+/// [`LATE_IRQ`] while the late task itself was still on the CPU.
+const LATE_IRQ_SELF: &str = "timer interrupt late, nothing recorded (host steal, SMI, interrupts off) while the task itself ran";
 
 /// Most nested contexts tracked (irq → softirq → hrtimer is 3; the rest is margin).
 const MAX_DEPTH: usize = 16;
@@ -223,10 +251,7 @@ pub fn explain(
                 }
                 if d > fits {
                     acc.add(
-                        Key::plain(
-                            CauseKind::Invisible,
-                            "idle exit beyond the C-state's declared latency (host or hardware)",
-                        ),
+                        Key::plain(CauseKind::Invisible, IDLE_PAST_EXIT),
                         t + fits,
                         cut,
                     );
@@ -476,10 +501,13 @@ impl State {
                 pid: Some(victim),
                 ..Key::plain(CauseKind::Wakeup, "switch-in and return to the task")
             },
-            (p, false) if p == victim => thread(CauseKind::Thread),
+            // Waiting for the timer while a task runs: the interrupt should have cut in, and
+            // nothing recorded says why it did not.
+            (p, false) if p == victim => Key::plain(CauseKind::Invisible, LATE_IRQ_SELF),
             (_, false) => Key {
-                name: format!("late expiry while {} ran", names.comm(pid)),
-                ..thread(CauseKind::Timer)
+                name: format!("{LATE_IRQ} while {} ran", names.comm(pid)),
+                pid: Some(pid),
+                ..Key::plain(CauseKind::Invisible, "")
             },
             (_, true) => {
                 let mut k = thread(CauseKind::Thread);
@@ -506,6 +534,14 @@ pub struct TopCause {
     pub count: u64,
     /// Windows where it is the largest cause.
     pub main_count: u64,
+    /// `invisible` only: of the windows it appears in, how many had steal time on their CPU
+    /// in `/proc/stat` around them (null where no window had a steal figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_windows: Option<u64>,
+    /// `invisible` only: the largest steal time around one of those windows (the
+    /// `/proc/stat` sampling interval around a window is longer than the window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_max_ns: Option<u64>,
 }
 
 /// Aggregates causes over `explanations`, largest total first (ties: most frequent).
@@ -526,6 +562,8 @@ pub fn top_causes(explanations: &[Explanation]) -> Vec<TopCause> {
                         total_ns: 0,
                         count: 0,
                         main_count: 0,
+                        steal_windows: None,
+                        steal_max_ns: None,
                     });
                     out.len() - 1
                 }
@@ -533,6 +571,11 @@ pub fn top_causes(explanations: &[Explanation]) -> Vec<TopCause> {
             out[slot].total_ns += c.ns;
             out[slot].count += 1;
             out[slot].main_count += u64::from(i == 0);
+            if let (CauseKind::Invisible, Some(steal)) = (c.kind, ex.steal_ns) {
+                let t = &mut out[slot];
+                *t.steal_windows.get_or_insert(0) += u64::from(steal > 0);
+                t.steal_max_ns = t.steal_max_ns.max(Some(steal));
+            }
         }
     }
     out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(b.count.cmp(&a.count)));
@@ -548,8 +591,16 @@ pub fn summary_lines(top: &[TopCause], windows: usize, max: usize) -> Vec<String
                 Some(p) => format!("{} {} (pid {p})", t.kind.name(), t.name),
                 None => format!("{} {}", t.kind.name(), t.name),
             };
+            let steal = match (t.steal_windows, t.steal_max_ns) {
+                (Some(0), _) => "; no steal time around them in /proc/stat".to_string(),
+                (Some(n), Some(max)) => format!(
+                    "; /proc/stat steal around {n} of them, up to {:.1} ms",
+                    max as f64 / 1e6
+                ),
+                _ => String::new(),
+            };
             format!(
-                "{who}: {:.1} µs total, in {}/{windows} outliers, main cause of {}",
+                "{who}: {:.1} µs total, in {}/{windows} outliers, main cause of {}{steal}",
                 t.total_ns as f64 / 1e3,
                 t.count,
                 t.main_count
@@ -575,6 +626,33 @@ mod tests {
         Event { ts, cpu: 1, kind }
     }
 
+    /// The victim `pid` (priority 19) woken towards CPU 1.
+    fn waking(ts: u64, pid: i32) -> Event {
+        let kind = Kind::Waking {
+            pid,
+            prio: 19,
+            target_cpu: 1,
+            woken: false,
+        };
+        ev(ts, kind)
+    }
+
+    /// A local timer interrupt at `at` whose hrtimer wakes `victim`, one event every `step`.
+    fn timer_irq_wakes(at: u64, step: u64, victim: i32) -> [Event; 5] {
+        [
+            ev(at, Kind::VectorEntry(Vector::LocalTimer)),
+            ev(
+                at + step,
+                Kind::HrtimerEntry {
+                    now: i64::try_from(at).unwrap(),
+                },
+            ),
+            waking(at + 2 * step, victim),
+            ev(at + 3 * step, Kind::HrtimerExit),
+            ev(at + 4 * step, Kind::VectorExit(Vector::LocalTimer)),
+        ]
+    }
+
     fn switch(ts: u64, prev: i32, next: i32, next_prio: i32) -> Event {
         ev(
             ts,
@@ -593,21 +671,14 @@ mod tests {
     fn a_higher_priority_hog_is_the_main_cause_and_causes_add_up() {
         const V: i32 = 100;
         const HOG: i32 = 200;
+        let [a, b, c, d, e] = timer_irq_wakes(1_000, 100, V);
         let events = [
             switch(0, V, HOG, 9),
-            ev(1_000, Kind::VectorEntry(Vector::LocalTimer)),
-            ev(1_100, Kind::HrtimerEntry { now: 1_000 }),
-            ev(
-                1_200,
-                Kind::Waking {
-                    pid: V,
-                    prio: 19,
-                    target_cpu: 1,
-                    woken: false,
-                },
-            ),
-            ev(1_300, Kind::HrtimerExit),
-            ev(1_400, Kind::VectorExit(Vector::LocalTimer)),
+            a,
+            b,
+            c,
+            d,
+            e,
             switch(501_400, HOG, V, 19),
         ];
         let w = Window {
@@ -643,15 +714,7 @@ mod tests {
         const V: i32 = 100;
         let events = [
             switch(0, 5, 0, 120),
-            ev(
-                50_000,
-                Kind::Waking {
-                    pid: V,
-                    prio: 19,
-                    target_cpu: 1,
-                    woken: false,
-                },
-            ),
+            waking(50_000, V),
             switch(50_100, 0, 7, 120),
             switch(80_000, 7, V, 19),
         ];
@@ -674,6 +737,94 @@ mod tests {
             .unwrap();
         assert_eq!((t.pid, t.ns, t.inversion), (Some(7), 29_900, true));
         assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), 70_000);
+    }
+
+    #[test]
+    fn a_gap_with_nothing_recorded_before_the_wake_up_is_invisible() {
+        // A host stall: a SCHED_OTHER thread runs, the victim's timer is due at 10 µs, and
+        // the CPU records nothing until the local timer interrupt 2 ms later.
+        const V: i32 = 100;
+        const X: i32 = 300;
+        let [a, b, c, d, e] = timer_irq_wakes(2_010_000, 1_000, V);
+        let events = [
+            switch(0, V, X, 120),
+            a,
+            b,
+            c,
+            d,
+            e,
+            switch(2_016_000, X, V, 19),
+        ];
+        let w = Window {
+            release_ns: 10_000,
+            end_ns: 2_020_000,
+            pid: V,
+        };
+        let mut ex = explain(
+            1,
+            &events,
+            &w,
+            Some(2_012_000),
+            &decoder(),
+            CpuFacts::default(),
+        );
+        assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), ex.latency_ns);
+        let main = ex.main_cause().unwrap();
+        assert_eq!(
+            (main.kind, main.pid, main.ns),
+            (CauseKind::Invisible, Some(X), 2_000_000),
+            "{:?}",
+            ex.causes
+        );
+        assert!(main.name.starts_with(LATE_IRQ), "{}", main.name);
+        // Nothing of the stall is charged to the thread or the timer.
+        assert!(ex.causes.iter().all(|c| c.kind != CauseKind::Timer));
+        assert_eq!(ex.ns_of(&[CauseKind::Thread]), 2_000, "{:?}", ex.causes);
+        // The steal figure the session attaches shows beside it in the run's summary.
+        ex.steal_ns = Some(10_000_000);
+        let quiet = Explanation {
+            steal_ns: Some(0),
+            ..ex.clone()
+        };
+        let top = top_causes(&[ex, quiet]);
+        assert_eq!(top[0].kind, CauseKind::Invisible);
+        assert_eq!(
+            (top[0].steal_windows, top[0].steal_max_ns),
+            (Some(1), Some(10_000_000))
+        );
+        assert!(top[1..].iter().all(|t| t.steal_windows.is_none()));
+        let line = &summary_lines(&top, 2, 5)[0];
+        assert!(
+            line.contains("steal around 1 of them, up to 10.0 ms"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn an_idle_gap_past_the_exit_latency_is_invisible() {
+        const V: i32 = 100;
+        let events = [
+            switch(0, V, 0, 120),
+            ev(1_500_000, Kind::VectorEntry(Vector::LocalTimer)),
+            waking(1_501_000, V),
+            ev(1_502_000, Kind::VectorExit(Vector::LocalTimer)),
+            switch(1_503_000, 0, V, 19),
+        ];
+        let w = Window {
+            release_ns: 0,
+            end_ns: 1_505_000,
+            pid: V,
+        };
+        let facts = CpuFacts {
+            idle_exit_bound_ns: 100_000,
+        };
+        let ex = explain(1, &events, &w, Some(1_501_000), &decoder(), facts);
+        assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), 1_505_000);
+        let kinds: Vec<_> = ex.causes.iter().map(|c| (c.kind, c.ns)).collect();
+        assert_eq!(kinds[0], (CauseKind::Invisible, 1_400_000), "{kinds:?}");
+        assert!(kinds.contains(&(CauseKind::IdleExit, 100_000)), "{kinds:?}");
+        assert!(kinds.contains(&(CauseKind::Irq, 2_000)), "{kinds:?}");
+        assert_eq!(ex.ns_of(&[CauseKind::Wakeup]), 3_000, "{kinds:?}");
     }
 
     #[test]

@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use preempt_io::sys::procstat;
+
 use crate::Error;
 use crate::attribute::{self, CpuFacts, Explanation, Window};
 use crate::decode::{Decoder, EVENTS, Event, Kind};
@@ -48,9 +50,6 @@ impl Default for Options {
     }
 }
 
-/// `/proc/stat` counts in USER_HZ ticks, which is 100 on every Linux architecture's ABI
-/// (include/asm-generic/param.h; fs/proc/stat.c reports `nsec_to_clock_t`).
-const USER_HZ_NS: u64 = 10_000_000;
 /// A `sched_waking` this much before the release still belongs to the window (the trace clock
 /// and `clock_gettime` read the same clock through different paths).
 const WAKE_SLACK_NS: u64 = 5_000;
@@ -147,8 +146,8 @@ struct Inner {
     readers: Vec<CpuReader>,
     decoder: Decoder,
     cpus: Vec<Option<CpuHistory>>,
-    /// (CLOCK_MONOTONIC ns, steal ticks per CPU).
-    steal: VecDeque<(u64, Vec<u64>)>,
+    /// (CLOCK_MONOTONIC ns, `/proc/stat` then): steal time around a window.
+    steal: VecDeque<(u64, procstat::Snapshot)>,
     retain_ns: u64,
     max_events: usize,
     fault: Option<String>,
@@ -392,7 +391,7 @@ impl Inner {
                 h.lost.pop_front();
             }
         }
-        if let Some(s) = read_steal() {
+        if let Ok(s) = procstat::read() {
             self.steal.push_back((now, s));
         }
         while self.steal.len() > 2 && self.steal[1].0 < horizon {
@@ -450,8 +449,9 @@ impl Inner {
     fn steal_around(&self, cpu: usize, w: &Window) -> Option<(u64, u64)> {
         let before = self.steal.iter().rev().find(|s| s.0 <= w.release_ns)?;
         let after = self.steal.iter().find(|s| s.0 >= w.end_ns)?;
-        let (a, b) = (before.1.get(cpu)?, after.1.get(cpu)?);
-        Some((after.0 - before.0, b.saturating_sub(*a) * USER_HZ_NS))
+        let a = procstat::steal_ticks(&before.1, cpu)?;
+        let b = procstat::steal_ticks(&after.1, cpu)?;
+        Some((after.0 - before.0, b.saturating_sub(a) * procstat::TICK_NS))
     }
 }
 
@@ -467,28 +467,6 @@ fn cpumask(cpus: &[usize]) -> String {
         .map(|w| format!("{w:08x}"))
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// Steal ticks per CPU from `/proc/stat` (the 8th value of each `cpuN` line); `None` where the
-/// kernel does not report it.
-fn read_steal() -> Option<Vec<u64>> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("cpu") else {
-            break;
-        };
-        let mut it = rest.split_whitespace();
-        let Some(Ok(cpu)) = it.next().map(str::parse::<usize>) else {
-            continue; // the "cpu " total line
-        };
-        let steal = it.nth(7)?.parse().ok()?;
-        if out.len() <= cpu {
-            out.resize(cpu + 1, 0);
-        }
-        out[cpu] = steal;
-    }
-    Some(out)
 }
 
 /// The largest exit latency of `cpu`'s enabled cpuidle states, ns (0 without cpuidle).
@@ -575,12 +553,5 @@ mod tests {
     fn cpumask_words() {
         assert_eq!(cpumask(&[0, 1]), "00000003");
         assert_eq!(cpumask(&[1, 33]), "00000002,00000002");
-    }
-
-    #[test]
-    fn steal_is_read_per_cpu() {
-        let s = read_steal().expect("/proc/stat has per-CPU lines");
-        let n = preempt_io::sys::cpu::online_cpus().unwrap().len();
-        assert!(s.len() >= n, "{s:?}");
     }
 }

@@ -162,18 +162,8 @@ fn an_interrupt_burst_is_charged_to_irq_not_to_a_thread() {
                 },
             )
             .unwrap();
-        let irq: u64 = ex
-            .causes
-            .iter()
-            .filter(|c| matches!(c.kind, CauseKind::Irq | CauseKind::Softirq))
-            .map(|c| c.ns)
-            .sum();
-        let thread: u64 = ex
-            .causes
-            .iter()
-            .filter(|c| c.kind == CauseKind::Thread)
-            .map(|c| c.ns)
-            .sum();
+        let irq = ex.ns_of(&[CauseKind::Irq, CauseKind::Softirq]);
+        let thread = ex.ns_of(&[CauseKind::Thread]);
         let main = ex.main_cause().unwrap();
         if irq * 2 > ex.latency_ns
             && irq > 50_000

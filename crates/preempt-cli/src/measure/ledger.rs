@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use crate::procfs::{self, CpuTimes};
+use preempt_io::sys::procstat::{self, CpuTimes};
+
+use crate::procfs;
 use crate::results::{Ledger, LedgerEntry};
 
 /// Steal above this share of the measured CPUs' time contaminates a run: the hypervisor took
@@ -21,14 +23,14 @@ pub const FOREIGN_BUSY_LIMIT_PCT: f64 = 20.0;
 /// `/proc/stat` and the RT-thread scan at the start of a run.
 #[derive(Debug, Clone)]
 pub struct Probe {
-    times: Vec<(Option<usize>, CpuTimes)>,
+    times: procstat::Snapshot,
 }
 
 impl Probe {
     /// Samples now.
     pub fn start() -> Self {
         Self {
-            times: procfs::cpu_times(),
+            times: procstat::read().unwrap_or_default(),
         }
     }
 }
@@ -64,7 +66,7 @@ pub struct Observations {
 impl Probe {
     /// Closes the probe and judges the run.
     pub fn finish(&self, facts: &RunFacts) -> Ledger {
-        let end = procfs::cpu_times();
+        let end = procstat::read().unwrap_or_default();
         let mut d = CpuTimes::default();
         for (cpu, t) in &end {
             let Some(c) = cpu else { continue };
@@ -78,8 +80,7 @@ impl Probe {
                 d.steal += delta.steal;
             }
         }
-        // /proc/stat counts in USER_HZ, which is 100 on every Linux ABI (sysconf(_SC_CLK_TCK)).
-        const TICK_NS: f64 = 10_000_000.0;
+        const TICK_NS: f64 = procstat::TICK_NS as f64;
         let total = d.total() as f64;
         let own_ticks = facts.own_cpu_time.as_nanos() as f64 / TICK_NS;
         let pct = |v: f64| {

@@ -149,6 +149,15 @@ fn main() -> ExitCode {
                 d.telemetry.written,
                 d.telemetry.lost
             );
+            let m = &d.misses;
+            println!(
+                "missed samples: {} after an exchange that overran its period (plant late), {} after a late or long sample, {} outside the run; cpu_dma_latency {}",
+                m.exchange_overran,
+                m.released_late,
+                m.outside,
+                d.cpu_dma_latency_us
+                    .map_or("not held".into(), |v| format!("held at {v} µs"))
+            );
             let c = &d.controller_cpu_per_sample_ns;
             println!(
                 "controller CPU per sample: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs ({:.1} % of one CPU); exchange p50 {:.1} µs p99 {:.1} µs ({})",
@@ -161,9 +170,12 @@ fn main() -> ExitCode {
                 d.rtio_backend
             );
             println!(
-                "plant: {} steps, {} late, max lateness {:.1} µs, SCHED_FIFO {}, pinned {}",
+                "plant: {} steps, {} late ({:.2} %), {} stalls of 1 ms or more ({} with another thread on its CPU), max lateness {:.1} µs, SCHED_FIFO {}, pinned {}",
                 d.plant.steps,
                 d.plant.late_steps,
+                100.0 * d.plant.late_steps as f64 / d.plant.steps.max(1) as f64,
+                d.plant.stalls,
+                d.plant.stalls_preempted,
                 d.plant.max_late_ns as f64 / 1e3,
                 d.plant.fifo,
                 d.plant.pinned

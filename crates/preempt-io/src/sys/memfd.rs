@@ -211,6 +211,16 @@ impl SharedMap {
             .store(value.to_le(), Ordering::Release);
     }
 
+    /// ORs `bits` into the u64 register at `offset` (acq-rel), so two threads can set their
+    /// own flags without losing each other's.
+    ///
+    /// # Panics
+    /// If `offset` is misaligned or out of the mapping.
+    pub fn fetch_or_u64(&self, offset: usize, bits: u64) {
+        self.atomic_u64(offset)
+            .fetch_or(bits.to_le(), Ordering::AcqRel);
+    }
+
     /// Copies `src` into the mapping at `offset` with volatile byte stores.
     ///
     /// # Panics

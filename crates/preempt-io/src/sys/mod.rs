@@ -20,6 +20,7 @@ pub mod mem;
 pub mod memfd;
 pub mod mount;
 pub mod process;
+pub mod procstat;
 pub mod reaper;
 pub mod sched;
 pub mod serial;
