@@ -114,10 +114,16 @@ fn a_periodic_app_is_scraped_without_allocating_on_its_executor() {
         "preempt_task_execution_time_max_seconds{app=\"metrics_app\",task=\"tick\"}",
         "preempt_task_execution_time_seconds_bucket{app=\"metrics_app\",task=\"tick\",le=\"1e-06\"}",
         "preempt_task_execution_time_seconds_count{app=\"metrics_app\",task=\"tick\"}",
-        "preempt_app_schedulable{app=\"metrics_app\"} 1",
     ] {
         assert!(body.contains(family), "{family} missing:\n{body}\n{stderr}");
     }
+    // The verdict is served; 1 on a quiet host, but a loaded one can stretch a measured
+    // execution time past what the analysis allows, which is a true 0, not a failure.
+    assert!(
+        body.contains("preempt_app_schedulable{app=\"metrics_app\"} 1")
+            || body.contains("preempt_app_schedulable{app=\"metrics_app\"} 0"),
+        "no verdict:\n{body}"
+    );
     // Every per-task metric the deploy/ dashboard queries is served.
     let dashboard = include_str!("../../../deploy/grafana-dashboard.json");
     for name in dashboard.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
