@@ -56,14 +56,6 @@ pub struct Setup {
 
 static SETUP: Mutex<Option<Setup>> = Mutex::new(None);
 
-thread_local! {
-    /// The RTIO context of the exchange. It lives on the p90 executor thread, which creates
-    /// it (`bus_setup`) and is the only one to submit (io_uring `SINGLE_ISSUER`; the context
-    /// is not `Send`, so it cannot be a resource).
-    static EXCHANGE: std::cell::RefCell<Option<crate::exchange::Exchange>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 /// Runs the controller app with `setup`; returns its exit code (0, 1 for missing
 /// privileges, [`EXIT_PLANT_DIED`]). Once per process.
 pub fn run(setup: Setup) -> i32 {
@@ -105,8 +97,8 @@ mod controller {
 
     use super::{CTRL_NS, PLANT_DEAD, REFUSED, STOP, T0};
     use crate::control::{Cascade, POSITION_EVERY, Steps, counts_to_rad};
-    use crate::exchange::Exchange;
-    use crate::frame::Tx;
+    use crate::exchange;
+    use crate::frame::{FRAME_LEN, Tx};
     use crate::model::AxisParams;
     use crate::record::{Grid, SampleRecord, Volts};
 
@@ -132,11 +124,7 @@ mod controller {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        let setup = super::SETUP
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .expect("gimbal::app::run hands the setup over before the app starts");
+        let setup = crate::harness::take_setup(&super::SETUP);
         bus_setup::spawn().expect("bus_setup has a free slot at start-up");
         (
             Shared {
@@ -161,19 +149,11 @@ mod controller {
     #[task(priority = 90, min_interarrival = 1000.millis(), local = [fds])]
     fn bus_setup(cx: bus_setup::Context) {
         T0.store(super::now_ns(), Ordering::Release);
-        let Some(fds) = cx.local.fds.take() else {
-            return;
-        };
-        match Exchange::new(fds) {
-            Ok(x) => {
-                // Once, at set-up (not the sample path): a lock is fine here.
-                *super::BACKEND.lock().unwrap_or_else(|e| e.into_inner()) = x.backend();
-                super::EXCHANGE.with(|e| *e.borrow_mut() = Some(x));
-            }
-            Err(e) => {
-                super::fail(format!("cannot set up the RTIO exchange: {e}"));
-                preempt::exit(1);
-            }
+        if let Err(e) =
+            exchange::set_up_here(cx.local.fds.take(), FRAME_LEN, FRAME_LEN, &super::BACKEND)
+        {
+            super::fail(e);
+            preempt::exit(1);
         }
     }
 
@@ -206,7 +186,7 @@ mod controller {
             volts,
         };
         let ex_start = super::now_ns();
-        let rx = super::EXCHANGE.with(|e| e.borrow_mut().as_mut().map(|x| x.transfer(&tx)));
+        let rx = exchange::with_here(|x| x.transfer(&tx));
         let exchange_ns = super::now_ns().saturating_sub(ex_start);
         let rx = match rx {
             Some(Ok(rx)) if !PLANT_DEAD.load(Ordering::Acquire) => rx,

@@ -15,25 +15,22 @@
 //! a dead plant is marked (`interrupted`, `error`) and keeps what was recorded.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use preempt::bridge;
 use preempt_io::sys::clock::{self, ClockId};
 
-use crate::app;
 use crate::control::{SAMPLE_NS, SAMPLE_S, Steps};
 use crate::plant_rt::PlantConfig;
 use crate::record::SampleRecord;
 use crate::result::{self, GimbalData, SampleCounts, TelemetryCounts, TimeSummary};
-use crate::spawn::PlantProcess;
 use crate::telemetry::McapSink;
+use crate::{app, harness};
 
 /// Bridge capacity, samples: 6.5 s of telemetry, so the recorder may stall that long (disk,
 /// a descheduled thread) before a sample is lost.
 const BRIDGE_CAPACITY: usize = 1 << 16;
-/// A plant alive but without a step for this long ends the run (its CPU is taken).
-const STALL_NS: u64 = 2_000_000_000;
 /// SCHED_FIFO priority of the plant's step loop: above the controller's (p90), as separate
 /// hardware would be.
 pub const PLANT_PRIORITY: u8 = 95;
@@ -87,35 +84,22 @@ impl DemoConfig {
     /// # Errors
     /// A message naming the flag.
     pub fn validate(&self) -> Result<(), String> {
-        if !(self.duration_s >= 0.01 && self.duration_s <= 3600.0) {
-            return Err(format!(
-                "--duration {}: expected 0.01 to 3600 seconds",
-                self.duration_s
-            ));
-        }
-        Ok(())
+        harness::check_duration(self.duration_s, 0.01)
     }
 }
 
 /// `gimbal-plant` next to the running executable (or one directory up, for test binaries
 /// in `target/*/deps`).
 pub fn default_plant_exe() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_default();
-    let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    let here = dir.join("gimbal-plant");
-    if here.exists() {
-        return here;
-    }
-    dir.parent()
-        .map_or(here.clone(), |p| p.join("gimbal-plant"))
+    harness::sibling_exe("gimbal-plant")
 }
 
 /// Where a run's files go.
 #[derive(Clone, Debug)]
 pub struct Outputs {
-    /// `DIR/gimbal.json`.
+    /// `DIR/gimbal.json` (`DIR/STEM.json`).
     pub json: PathBuf,
-    /// `DIR/gimbal.mcap`.
+    /// `DIR/gimbal.mcap` (`DIR/STEM.mcap`).
     pub mcap: PathBuf,
 }
 
@@ -125,11 +109,19 @@ impl Outputs {
     /// # Errors
     /// The directory cannot be created.
     pub fn prepare(dir: &Path) -> Result<Outputs, String> {
+        Outputs::prepare_named(dir, "gimbal")
+    }
+
+    /// `DIR/STEM.json` and `DIR/STEM.mcap`, `dir` created if needed.
+    ///
+    /// # Errors
+    /// The directory cannot be created.
+    pub fn prepare_named(dir: &Path, stem: &str) -> Result<Outputs, String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--out {}: cannot create the directory: {e}", dir.display()))?;
         Ok(Outputs {
-            json: dir.join("gimbal.json"),
-            mcap: dir.join("gimbal.mcap"),
+            json: dir.join(format!("{stem}.json")),
+            mcap: dir.join(format!("{stem}.mcap")),
         })
     }
 }
@@ -178,88 +170,44 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         priority: (!soft).then_some(PLANT_PRIORITY),
         duration_ns: None,
     };
-    let mut plant = PlantProcess::spawn(&cfg.plant_exe, &cfg.plant_prefix, &plant_cfg)
-        .map_err(|e| e.to_string())?;
-    plant
-        .wait_running(5_000_000_000)
-        .map_err(|e| e.to_string())?;
-    let fds = plant.dup_fds().map_err(|e| e.to_string())?;
-    let done_ring = plant.bus.done.try_clone().map_err(|e| e.to_string())?;
-    let plant = Arc::new(Mutex::new(plant));
+    let harness::StartedPlant {
+        plant,
+        fds,
+        done_ring,
+    } = harness::start_plant(&cfg.plant_exe, &cfg.plant_prefix, &plant_cfg)?;
 
-    let (tx, mut rx) = bridge::channel::<SampleRecord>(BRIDGE_CAPACITY);
+    let (tx, rx) = bridge::channel::<SampleRecord>(BRIDGE_CAPACITY);
     let finished = Arc::new(AtomicBool::new(false));
-    let recorder = {
-        let finished = Arc::clone(&finished);
-        std::thread::Builder::new()
-            .name("gimbal-recorder".into())
-            .spawn(move || {
-                let mut records = Vec::with_capacity(usize::try_from(samples).unwrap_or(0));
-                let mut error = None;
-                let mut take = |r: SampleRecord, sink: &mut McapSink| {
-                    if error.is_none() {
-                        if let Err(e) = sink.state(&r) {
-                            error = Some(format!("writing the MCAP: {e}"));
-                        }
-                    }
-                    records.push(r);
-                };
-                loop {
-                    let deadline = clock::monotonic_now_ns() + 50_000_000;
-                    match rx.recv_until(deadline) {
-                        Ok(r) => take(r, &mut sink),
-                        Err(_) if finished.load(Ordering::Acquire) => break,
-                        Err(_) => {}
-                    }
+    let records = Vec::with_capacity(usize::try_from(samples).unwrap_or(0));
+    let recorder = harness::recorder(
+        "gimbal-recorder",
+        rx,
+        Arc::clone(&finished),
+        (records, sink, None::<String>),
+        |(records, sink, error), r: SampleRecord| {
+            if error.is_none() {
+                if let Err(e) = sink.state(&r) {
+                    *error = Some(format!("writing the MCAP: {e}"));
                 }
-                while let Some(r) = rx.try_recv() {
-                    take(r, &mut sink);
-                }
-                (records, rx.overflows(), sink, error)
-            })
-            .map_err(|e| format!("cannot start the recorder thread: {e}"))?
-    };
-    let watchdog = {
-        let (finished, stop, plant) = (Arc::clone(&finished), Arc::clone(stop), Arc::clone(&plant));
-        let plant_cpu = cfg.plant_cpu;
-        std::thread::Builder::new()
-            .name("gimbal-watchdog".into())
-            .spawn(move || {
-                let mut next = clock::monotonic_now_ns();
-                let (mut steps, mut moved_ns) = (0, next);
-                while !finished.load(Ordering::Acquire) {
-                    if stop.load(Ordering::Relaxed) {
-                        app::STOP.store(true, Ordering::Relaxed);
-                    }
-                    let (dead, now_steps) = plant
-                        .lock()
-                        .map(|mut p| (!matches!(p.try_wait(), Ok(None)), p.counters().steps))
-                        .unwrap_or((true, steps));
-                    if now_steps != steps {
-                        (steps, moved_ns) = (now_steps, next);
-                    } else if next.saturating_sub(moved_ns) >= STALL_NS {
-                        // Alive but not stepping: its CPU is taken (another real-time thread
-                        // of equal or higher priority); the exchange would wait forever.
-                        app::fail(format!(
-                            "the plant process has not stepped for {} s: its CPU ({}) is taken \
-                             by another real-time thread of equal or higher priority (another \
-                             demo running?); try another --plant-cpu",
-                            STALL_NS / 1_000_000_000,
-                            plant_cpu.map_or("any".to_string(), |c| c.to_string())
-                        ));
-                    }
-                    if dead || next.saturating_sub(moved_ns) >= STALL_NS {
-                        app::PLANT_DEAD.store(true, Ordering::Release);
-                        // Release an exchange that waits for the dead plant's answer.
-                        let _ = done_ring.write(1);
-                        app::STOP.store(true, Ordering::Relaxed);
-                    }
-                    next += 20_000_000;
-                    let _ = clock::sleep_until_ns(ClockId::Monotonic, next);
-                }
-            })
-            .map_err(|e| format!("cannot start the watchdog thread: {e}"))?
-    };
+            }
+            records.push(r);
+        },
+    )
+    .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
+    let watchdog = harness::watchdog(
+        "gimbal-watchdog",
+        Arc::clone(&plant),
+        done_ring,
+        Arc::clone(&finished),
+        Arc::clone(stop),
+        harness::AppFlags {
+            stop: &app::STOP,
+            plant_dead: &app::PLANT_DEAD,
+            fail: app::fail,
+            plant_cpu: cfg.plant_cpu,
+        },
+    )
+    .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
 
     let code = app::run(app::Setup {
         fds,
@@ -270,7 +218,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
 
     finished.store(true, Ordering::Release);
     let _ = watchdog.join();
-    let (records, lost, mut sink, write_error) = recorder
+    let ((records, mut sink, write_error), lost) = recorder
         .join()
         .map_err(|_| "the recorder thread panicked".to_string())?;
     let (counters, plant_error) = {

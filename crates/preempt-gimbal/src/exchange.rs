@@ -29,6 +29,51 @@ use crate::frame::{self, FRAME_LEN, Rx, SLOT_LEN, Tx};
 /// The userdata of the chain's last entry.
 const DONE: u64 = 0x5350_4921; // "SPI!"
 
+thread_local! {
+    /// The exchange of the thread that made it ([`install_here`]): the executor thread of
+    /// the app's exchanging task, the only one to submit (io_uring `SINGLE_ISSUER`; the
+    /// context is not `Send`, so it cannot be an app resource).
+    static HERE: std::cell::RefCell<Option<Exchange>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Sets up an exchange of `tx_len`/`rx_len`-byte frames on the calling thread; returns its
+/// backend's name.
+///
+/// # Errors
+/// The set-up error, as a message for the run's result.
+pub fn install_here(fds: [OwnedFd; 3], tx_len: usize, rx_len: usize) -> Result<String, String> {
+    let x = Exchange::with_lengths(fds, tx_len, rx_len)
+        .map_err(|e| format!("cannot set up the RTIO exchange: {e}"))?;
+    let backend = x.backend();
+    HERE.with(|e| *e.borrow_mut() = Some(x));
+    Ok(backend)
+}
+
+/// [`install_here`] for the descriptors an app's set-up task holds (`None`: already done),
+/// storing the backend's name in `backend` for the run's result.
+///
+/// # Errors
+/// The set-up error, as a message.
+pub fn set_up_here(
+    fds: Option<[OwnedFd; 3]>,
+    tx_len: usize,
+    rx_len: usize,
+    backend: &std::sync::Mutex<String>,
+) -> Result<(), String> {
+    let Some(fds) = fds else {
+        return Ok(());
+    };
+    let name = install_here(fds, tx_len, rx_len)?;
+    // Once, at set-up (not on a periodic path): a lock is fine here.
+    *backend.lock().unwrap_or_else(|e| e.into_inner()) = name;
+    Ok(())
+}
+
+/// Runs `f` on the calling thread's exchange; `None` when it has none (its set-up failed).
+pub fn with_here<R>(f: impl FnOnce(&mut Exchange) -> R) -> Option<R> {
+    HERE.with(|e| e.borrow_mut().as_mut().map(f))
+}
+
 /// An RTIO context set up for transactions with the plant.
 pub struct Exchange {
     rtio: Rtio,

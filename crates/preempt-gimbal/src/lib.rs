@@ -37,6 +37,7 @@ pub mod control;
 pub mod demo;
 pub mod exchange;
 pub mod frame;
+pub mod harness;
 pub mod model;
 pub mod plant_main;
 pub mod plant_rt;

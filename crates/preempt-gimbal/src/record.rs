@@ -41,19 +41,31 @@ impl Volts {
 /// opens, so a job that starts at `now` serves release `⌊(now − t0 + 20 µs) / 100 µs⌋` (the
 /// 20 µs guard covers the few microseconds between the gate and `t0`), and at least the one
 /// after the previous job's.
+/// The period is the gimbal's 100 µs by default ([`Grid::new`]); [`Grid::with_period`]
+/// serves other loops (`preempt-uav`'s 4 ms).
 #[derive(Clone, Copy, Debug)]
 pub struct Grid {
     t0: u64,
     next: u64,
+    period: u64,
 }
 
 /// The guard of [`Grid::label`], ns.
 const GUARD_NS: u64 = 20_000;
 
 impl Grid {
-    /// A grid starting at `t0_ns`.
+    /// A 10 kHz grid starting at `t0_ns`.
     pub const fn new(t0_ns: u64) -> Grid {
-        Grid { t0: t0_ns, next: 0 }
+        Grid::with_period(t0_ns, SAMPLE_NS)
+    }
+
+    /// A grid of `period_ns` starting at `t0_ns`.
+    pub const fn with_period(t0_ns: u64, period_ns: u64) -> Grid {
+        Grid {
+            t0: t0_ns,
+            next: 0,
+            period: period_ns,
+        }
     }
 
     /// The grid's start, ns.
@@ -63,7 +75,7 @@ impl Grid {
 
     /// (sample number, releases skipped since the previous job) for a job starting at `now_ns`.
     pub fn label(&mut self, now_ns: u64) -> (u64, u64) {
-        let by_time = (now_ns.saturating_sub(self.t0) + GUARD_NS) / SAMPLE_NS;
+        let by_time = (now_ns.saturating_sub(self.t0) + GUARD_NS) / self.period;
         let k = by_time.max(self.next);
         let skipped = k - self.next;
         self.next = k + 1;
@@ -72,7 +84,7 @@ impl Grid {
 
     /// The release time of sample `k`, ns.
     pub fn release_ns(&self, k: u64) -> u64 {
-        self.t0 + k * SAMPLE_NS
+        self.t0 + k * self.period
     }
 }
 

@@ -37,19 +37,7 @@ pub fn run(seed: u64, steps: &Steps, samples: u64) -> Result<Vec<SampleRecord>, 
         steps: steps.clone(),
         samples,
     });
-    RECORDS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .reserve(usize::try_from(samples).unwrap_or(0));
-    let code = reference::run();
-    // The trace of a long run is large and nobody reads it.
-    drop(preempt::sim::take_trace());
-    if code != 0 {
-        return Err(format!("the reference simulation stopped with code {code}"));
-    }
-    Ok(std::mem::take(
-        &mut *RECORDS.lock().unwrap_or_else(|e| e.into_inner()),
-    ))
+    crate::harness::run_reference(&RECORDS, samples, reference::run)
 }
 
 #[preempt::app(clock = mock, main = false, accounting = false)]
@@ -81,11 +69,7 @@ mod reference {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        let setup = super::SETUP
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .expect("reference::run hands the setup over");
+        let setup = crate::harness::take_setup(&super::SETUP);
         (
             Shared {
                 pan: Cascade::for_axis(&AxisParams::PAN),

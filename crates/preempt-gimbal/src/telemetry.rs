@@ -137,8 +137,23 @@ impl std::fmt::Debug for McapSink {
     }
 }
 
-fn err(e: mcap::McapError) -> io::Error {
+/// An MCAP error as an I/O error.
+pub fn err(e: mcap::McapError) -> io::Error {
     io::Error::other(format!("MCAP: {e}"))
+}
+
+/// Creates `path` (truncating it) as an uncompressed MCAP file written by `library`.
+///
+/// # Errors
+/// File creation or MCAP header errors, naming the path.
+pub fn create_writer(path: &Path, library: &str) -> io::Result<mcap::Writer<BufWriter<File>>> {
+    let file = File::create(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display())))?;
+    mcap::WriteOptions::new()
+        .library(library)
+        .compression(None)
+        .create(BufWriter::with_capacity(1 << 20, file))
+        .map_err(err)
 }
 
 impl McapSink {
@@ -148,14 +163,7 @@ impl McapSink {
     /// # Errors
     /// File creation or MCAP header errors, naming the path.
     pub fn create(path: &Path, base_ns: u64) -> io::Result<McapSink> {
-        let file = File::create(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
-        })?;
-        let mut w = mcap::WriteOptions::new()
-            .library(concat!("preempt-gimbal ", env!("CARGO_PKG_VERSION")))
-            .compression(None)
-            .create(BufWriter::with_capacity(1 << 20, file))
-            .map_err(err)?;
+        let mut w = create_writer(path, concat!("preempt-gimbal ", env!("CARGO_PKG_VERSION")))?;
         let meta = BTreeMap::new();
         let state_schema = w
             .add_schema(

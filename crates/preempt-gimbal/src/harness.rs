@@ -1,0 +1,226 @@
+//! The two helper threads every demo run needs beside its controller app, shared by the
+//! gimbal's [`crate::demo`] and `preempt-uav`'s flight:
+//!
+//! - the **recorder** drains the bridge (the app's telemetry) on the non-real-time side
+//!   until the run has finished, then takes what is left;
+//! - the **watchdog** checks every 20 ms whether the plant process is still alive and
+//!   whether the caller's stop flag (Ctrl-C) is set, and ends the app in either case: a dead
+//!   plant also rings `done`, so that an exchange waiting for its answer returns.
+//!
+//! And the small steps around them: finding the plant binary, starting the plant and
+//! waiting for its loop, handing an app its set-up, running a mock-clock reference app.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use preempt::bridge::Receiver;
+use preempt_io::sys::clock::{self, ClockId};
+use preempt_io::sys::eventfd::EventFd;
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use crate::plant_rt::PlantConfig;
+use crate::spawn::PlantProcess;
+
+/// `name` next to the running executable (or one directory up, for test binaries in
+/// `target/*/deps`).
+pub fn sibling_exe(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    let here = dir.join(name);
+    if here.exists() {
+        return here;
+    }
+    dir.parent().map_or(here.clone(), |p| p.join(name))
+}
+
+/// Checks a run's `--duration` in seconds against `min_s`..=3600.
+///
+/// # Errors
+/// A message naming the flag.
+pub fn check_duration(duration_s: f64, min_s: f64) -> Result<(), String> {
+    if (min_s..=3600.0).contains(&duration_s) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--duration {duration_s}: expected {min_s} to 3600 seconds"
+        ))
+    }
+}
+
+/// A started plant process, ready for the app.
+#[derive(Debug)]
+pub struct StartedPlant {
+    /// The process (shared with the watchdog).
+    pub plant: Arc<Mutex<PlantProcess>>,
+    /// (page, doorbell, done) for the app's exchange.
+    pub fds: [OwnedFd; 3],
+    /// A handle on `done` for the watchdog to ring.
+    pub done_ring: EventFd,
+}
+
+/// Starts the plant `exe` (after `prefix`) with `cfg` and waits up to 5 s for its loop.
+///
+/// # Errors
+/// The plant cannot start, or exits or hangs at start-up (the message says which).
+pub fn start_plant(
+    exe: &Path,
+    prefix: &[String],
+    cfg: &PlantConfig,
+) -> Result<StartedPlant, String> {
+    let mut plant = PlantProcess::spawn(exe, prefix, cfg).map_err(|e| e.to_string())?;
+    plant
+        .wait_running(5_000_000_000)
+        .map_err(|e| e.to_string())?;
+    let fds = plant.dup_fds().map_err(|e| e.to_string())?;
+    let done_ring = plant.bus.done.try_clone().map_err(|e| e.to_string())?;
+    Ok(StartedPlant {
+        plant: Arc::new(Mutex::new(plant)),
+        fds,
+        done_ring,
+    })
+}
+
+/// Takes an app's set-up from its hand-off slot (in `#[init]`).
+///
+/// # Panics
+/// When the slot is empty: the app's `run` wrapper fills it before starting the app.
+pub fn take_setup<T>(slot: &Mutex<Option<T>>) -> T {
+    slot.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .expect("the app's run function hands the set-up over before the app starts")
+}
+
+/// Runs a mock-clock reference app (`run_app`, which pushes its records into `records`)
+/// for `samples` samples; returns the records.
+///
+/// # Errors
+/// The simulator's exit code when it is not 0 (e.g. the app already ran in this process).
+pub fn run_reference<R>(
+    records: &Mutex<Vec<R>>,
+    samples: u64,
+    run_app: fn() -> i32,
+) -> Result<Vec<R>, String> {
+    records
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .reserve(usize::try_from(samples).unwrap_or(0));
+    let code = run_app();
+    // The trace of a long run is large and nobody reads it.
+    drop(preempt::sim::take_trace());
+    if code != 0 {
+        return Err(format!("the reference simulation stopped with code {code}"));
+    }
+    Ok(std::mem::take(
+        &mut *records.lock().unwrap_or_else(|e| e.into_inner()),
+    ))
+}
+
+/// Starts the recorder thread `name`: every record goes to `take(&mut state, record)` until
+/// `finished` is set and the ring is empty. The thread returns the state and the count of
+/// records the bridge lost (ring full).
+///
+/// # Errors
+/// The thread cannot be started.
+pub fn recorder<T, S, F>(
+    name: &str,
+    mut rx: Receiver<T>,
+    finished: Arc<AtomicBool>,
+    mut state: S,
+    mut take: F,
+) -> io::Result<JoinHandle<(S, u64)>>
+where
+    T: Send + 'static,
+    S: Send + 'static,
+    F: FnMut(&mut S, T) + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            loop {
+                let deadline = clock::monotonic_now_ns() + 50_000_000;
+                match rx.recv_until(deadline) {
+                    Ok(r) => take(&mut state, r),
+                    Err(_) if finished.load(Ordering::Acquire) => break,
+                    Err(_) => {}
+                }
+            }
+            while let Some(r) = rx.try_recv() {
+                take(&mut state, r);
+            }
+            let lost = rx.overflows();
+            (state, lost)
+        })
+}
+
+/// A plant alive but without a step for this long ends the run (its CPU is taken).
+pub const STALL_NS: u64 = 2_000_000_000;
+
+/// The flags the watchdog sets in the app.
+#[derive(Clone, Copy, Debug)]
+pub struct AppFlags {
+    /// The app's "stop now" flag.
+    pub stop: &'static AtomicBool,
+    /// The app's "plant is dead" flag.
+    pub plant_dead: &'static AtomicBool,
+    /// Records why the run ended (the app's error slot).
+    pub fail: fn(String),
+    /// The plant's CPU, for the stall message.
+    pub plant_cpu: Option<usize>,
+}
+
+/// Starts the watchdog thread `name` (see the module docs); it ends when `finished` is set.
+///
+/// # Errors
+/// The thread cannot be started.
+pub fn watchdog(
+    name: &str,
+    plant: Arc<Mutex<PlantProcess>>,
+    done_ring: EventFd,
+    finished: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    app: AppFlags,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let mut next = clock::monotonic_now_ns();
+            let (mut steps, mut moved_ns) = (0, next);
+            while !finished.load(Ordering::Acquire) {
+                if stop.load(Ordering::Relaxed) {
+                    app.stop.store(true, Ordering::Relaxed);
+                }
+                let (dead, now_steps) = plant
+                    .lock()
+                    .map(|mut p| (!matches!(p.try_wait(), Ok(None)), p.counters().steps))
+                    .unwrap_or((true, steps));
+                if now_steps != steps {
+                    (steps, moved_ns) = (now_steps, next);
+                }
+                let stalled = next.saturating_sub(moved_ns) >= STALL_NS;
+                if stalled {
+                    // Alive but not stepping: its CPU is taken (another real-time thread
+                    // of equal or higher priority); the exchange would wait forever.
+                    (app.fail)(format!(
+                        "the plant process has not stepped for {} s: its CPU ({}) is taken \
+                         by another real-time thread of equal or higher priority (another \
+                         demo running?); try another --plant-cpu",
+                        STALL_NS / 1_000_000_000,
+                        app.plant_cpu.map_or("any".to_string(), |c| c.to_string())
+                    ));
+                }
+                if dead || stalled {
+                    app.plant_dead.store(true, Ordering::Release);
+                    // Release an exchange that waits for the dead plant's answer.
+                    let _ = done_ring.write(1);
+                    app.stop.store(true, Ordering::Relaxed);
+                }
+                next += 20_000_000;
+                let _ = clock::sleep_until_ns(ClockId::Monotonic, next);
+            }
+        })
+}

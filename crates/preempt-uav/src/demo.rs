@@ -1,0 +1,302 @@
+//! One flight: the reference on virtual time, then the simulator process, the controller
+//! app and the recorder, then the figures.
+//!
+//! ```text
+//!  1. check the output directory (the files are created before anything is measured)
+//!  2. reference flight (mock clock, this thread)        -> /uav/reference
+//!  3. start uav-sim (own process group; SCHED_FIFO 95, pinned to the last CPU when allowed)
+//!  4. recorder thread: bridge -> /uav/state, keeps the records   (preempt_gimbal::harness)
+//!     watchdog thread: simulator alive? stop flag (Ctrl-C)? -> ends the app
+//!  5. the controller app flies for the duration (this thread blocks in it)
+//!  6. stop the simulator, read its counters, finish the MCAP (always), figures -> uav.json
+//! ```
+//!
+//! Every way out after step 1 finalises the MCAP and writes the JSON: an interrupted flight
+//! or a dead simulator is marked (`interrupted`, `error`) and keeps what was recorded.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use preempt::bridge;
+pub use preempt_gimbal::demo::Outputs;
+use preempt_gimbal::harness;
+use preempt_gimbal::plant_rt::PlantConfig;
+use preempt_io::sys::clock::{self, ClockId};
+use preempt_io::sys::sched::Policy;
+use serde::{Deserialize, Serialize};
+
+use crate::app;
+use crate::control::{Mission, PERIOD_NS};
+use crate::record::FlightRecord;
+use crate::result::{self, FlightCell};
+use crate::telemetry::{McapSink, Topic};
+
+/// Bridge capacity, records: 65 s of telemetry at 250 Hz.
+const BRIDGE_CAPACITY: usize = 1 << 14;
+/// SCHED_FIFO priority of the simulator's step loop (its bus thread gets one less).
+pub const SIM_PRIORITY: u8 = 95;
+
+/// The scheduling policy a flight's control thread runs under, as the study names its row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyRow {
+    /// The row's label, e.g. `SCHED_FIFO 99`.
+    pub label: String,
+    /// The policy.
+    pub policy: Policy,
+}
+
+impl PolicyRow {
+    /// Priority (FIFO/RR) or nice (OTHER).
+    pub fn priority_or_nice(&self) -> Option<i32> {
+        match self.policy {
+            Policy::Fifo { priority } | Policy::RoundRobin { priority } => {
+                Some(i32::from(priority))
+            }
+            Policy::Other { nice } | Policy::Batch { nice } => Some(nice),
+            _ => None,
+        }
+    }
+
+    /// SCHED_DEADLINE runtime, µs.
+    pub fn runtime_us(&self) -> Option<u64> {
+        match self.policy {
+            Policy::Deadline { runtime_ns, .. } => Some(runtime_ns / 1000),
+            _ => None,
+        }
+    }
+}
+
+/// What to fly.
+#[derive(Clone, Debug)]
+pub struct FlightConfig {
+    /// Flight length, s (the mission is cut there; its own length is the default).
+    pub duration_s: f64,
+    /// The mission.
+    pub mission: Mission,
+    /// Sensor noise seed (simulator and reference).
+    pub seed: u64,
+    /// The control thread's policy.
+    pub policy: PolicyRow,
+    /// Output directory: `uav.json`, `uav.mcap`.
+    pub out_dir: PathBuf,
+    /// The `uav-sim` binary (or a program that runs the simulator after `sim_prefix`).
+    pub sim_exe: PathBuf,
+    /// Arguments before the simulator's own (e.g. `preempt`'s hidden `__uav-sim`).
+    pub sim_prefix: Vec<String>,
+    /// CPU for the simulator (None: not pinned).
+    pub sim_cpu: Option<usize>,
+    /// Label of the stress applied meanwhile (`none` when idle; the caller runs it).
+    pub stress: String,
+}
+
+impl FlightConfig {
+    /// The whole default mission, seed 1, SCHED_FIFO 99, idle, into `out_dir`; the
+    /// simulator binary next to the running one, on the last CPU.
+    pub fn new(out_dir: &Path) -> FlightConfig {
+        let mission = Mission::default();
+        FlightConfig {
+            duration_s: mission.duration_s(),
+            mission,
+            seed: 1,
+            policy: PolicyRow {
+                label: "SCHED_FIFO 99".into(),
+                policy: Policy::Fifo { priority: 99 },
+            },
+            out_dir: out_dir.to_path_buf(),
+            sim_exe: harness::sibling_exe("uav-sim"),
+            sim_prefix: Vec::new(),
+            sim_cpu: preempt_io::sys::cpu::online_cpus()
+                .ok()
+                .and_then(|c| c.last().copied()),
+            stress: "none".into(),
+        }
+    }
+
+    /// Control steps of the flight, and checks the duration.
+    ///
+    /// # Errors
+    /// A message naming `--duration`.
+    pub fn samples(&self) -> Result<u64, String> {
+        harness::check_duration(self.duration_s, 0.1)?;
+        Ok((self.duration_s * 1e9 / PERIOD_NS as f64).round() as u64)
+    }
+}
+
+/// The `data` of a `demo_uav` result: the mission and one cell per flight.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UavData {
+    /// Flight length per cell, s.
+    pub duration_s: f64,
+    /// Mission length, s (a shorter flight flies its beginning).
+    pub mission_s: f64,
+    /// The square's window in mission time, s.
+    pub square_window_s: (f64, f64),
+    /// Sensor noise seed.
+    pub seed: u64,
+    /// Soft mode (SCHED_OTHER, no policy applied): not real-time figures.
+    pub soft: bool,
+    /// A matrix run (the study's 8 policies × idle/stress).
+    pub matrix: bool,
+    /// Some cell did not finish (it is then marked, or "not measured" in a matrix).
+    pub interrupted: bool,
+    /// The flights.
+    pub cells: Vec<FlightCell>,
+}
+
+fn soft_mode() -> bool {
+    std::env::var(preempt::SOFT_ENV).is_ok_and(|v| v == "1")
+}
+
+/// Flies once. `stop` is the caller's Ctrl-C flag. Returns the cell (the caller writes the
+/// result file); an interrupted or failed flight still returns its figures, marked.
+///
+/// # Errors
+/// Bad configuration, an output file that cannot be created, the simulator that cannot
+/// start, or a flight that could not start at all (missing privileges: the app printed the
+/// fix).
+pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Outputs), String> {
+    let samples = cfg.samples()?;
+    let out = Outputs::prepare_named(&cfg.out_dir, "uav")?;
+    let base_ns = clock::now_ns(ClockId::Realtime);
+    let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
+    std::fs::write(&out.json, b"{}\n")
+        .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
+    let soft = soft_mode();
+
+    let reference = crate::reference::run(cfg.seed, &cfg.mission, samples)?;
+    for r in &reference {
+        sink.write(Topic::Reference, r).map_err(|e| e.to_string())?;
+    }
+
+    let sim_cfg = PlantConfig {
+        seed: cfg.seed,
+        cpu: cfg.sim_cpu,
+        priority: (!soft).then_some(SIM_PRIORITY),
+        duration_ns: None,
+    };
+    let harness::StartedPlant {
+        plant: sim,
+        fds,
+        done_ring,
+    } = harness::start_plant(&cfg.sim_exe, &cfg.sim_prefix, &sim_cfg)?;
+
+    let (tx, rx) = bridge::channel::<FlightRecord>(BRIDGE_CAPACITY);
+    let finished = Arc::new(AtomicBool::new(false));
+    let records = Vec::with_capacity(usize::try_from(samples).unwrap_or(0));
+    let recorder = harness::recorder(
+        "uav-recorder",
+        rx,
+        Arc::clone(&finished),
+        (records, sink, None::<String>),
+        |(records, sink, error), r: FlightRecord| {
+            if error.is_none() {
+                if let Err(e) = sink.write(Topic::State, &r) {
+                    *error = Some(format!("writing the MCAP: {e}"));
+                }
+            }
+            records.push(r);
+        },
+    )
+    .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
+    let watchdog = harness::watchdog(
+        "uav-watchdog",
+        Arc::clone(&sim),
+        done_ring,
+        Arc::clone(&finished),
+        Arc::clone(stop),
+        harness::AppFlags {
+            stop: &app::STOP,
+            plant_dead: &app::SIM_DEAD,
+            fail: app::fail,
+            plant_cpu: cfg.sim_cpu,
+        },
+    )
+    .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
+
+    let code = app::run(app::Setup {
+        fds,
+        mission: cfg.mission,
+        samples,
+        policy: (!soft).then_some(cfg.policy.policy),
+        telemetry: tx,
+    });
+
+    finished.store(true, Ordering::Release);
+    let _ = watchdog.join();
+    let ((records, sink, write_error), lost) = recorder
+        .join()
+        .map_err(|_| "the recorder thread panicked".to_string())?;
+    let (counters, sim_crashed, sim_error) = {
+        let mut p = sim.lock().unwrap_or_else(|e| e.into_inner());
+        let c = p.counters();
+        let flags = p.bus.map.load_u64(preempt_gimbal::frame::STAT_FLAGS);
+        (c, flags & crate::sim::FLAG_CRASHED != 0, p.stop().err())
+    };
+    sink.finish()
+        .map_err(|e| format!("finishing {}: {e}", out.mcap.display()))?;
+
+    let app_error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
+    if code == 1 && records.is_empty() {
+        return Err(app_error.unwrap_or_else(|| {
+            "the controller could not start (see the message above: real-time privileges, or PREEMPT_SOFT=1)".into()
+        }));
+    }
+    let mut error = app_error.or(write_error);
+    if let Some(e) = sim_error {
+        error.get_or_insert(format!("stopping the simulator: {e}"));
+    }
+    let interrupted = stop.load(Ordering::Relaxed) || code != 0 || error.is_some();
+    let expected = if interrupted {
+        records.last().map_or(0, |r| r.k + 1)
+    } else {
+        samples
+    };
+    let mut cell = FlightCell {
+        policy: cfg.policy.label.clone(),
+        priority_or_nice: cfg.policy.priority_or_nice(),
+        runtime_us: cfg.policy.runtime_us(),
+        stress: cfg.stress.clone(),
+        soft,
+        interrupted,
+        error,
+        expected_steps: expected,
+        telemetry_lost: lost,
+        sim: counters,
+        rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),
+        ..FlightCell::default()
+    };
+    result::fill_quality(&mut cell, &cfg.mission, &records, &reference);
+    cell.missed_periods = expected.saturating_sub(cell.flown_steps);
+    cell.crashed |= sim_crashed; // also a crash after the last frame
+    Ok((cell, out))
+}
+
+/// The result file's JSON: `{schema_version, tool, kind: "demo_uav", complete, interrupted,
+/// soft, data}` (the CLI writes its own envelope with system information around the same
+/// `data`).
+pub fn result_json(data: &UavData) -> serde_json::Value {
+    serde_json::json!({
+        "schema_version": 1,
+        "tool": {"name": "preempt-uav", "version": env!("CARGO_PKG_VERSION")},
+        "kind": "demo_uav",
+        "complete": !data.interrupted,
+        "interrupted": data.interrupted,
+        "soft": data.soft,
+        "data": data,
+    })
+}
+
+/// One flight's data.
+pub fn single(cfg: &FlightConfig, cell: FlightCell) -> UavData {
+    UavData {
+        duration_s: cfg.duration_s,
+        mission_s: cfg.mission.duration_s(),
+        square_window_s: cfg.mission.square_window(),
+        seed: cfg.seed,
+        soft: cell.soft,
+        matrix: false,
+        interrupted: cell.interrupted,
+        cells: vec![cell],
+    }
+}

@@ -1,0 +1,53 @@
+//! The UAV study (seed `001_*`) flown: its figure 1 cascade (position controller → attitude
+//! controller → control allocator for four rotors) as a preempt app at 250 Hz, against a
+//! quadrotor simulated in its own process on its own real-time clock, with flight quality
+//! measured against the same mission flown with ideal timing.
+//!
+//! ```text
+//!   uav-sim process                             demo process
+//!  ┌───────────────────────────┐  shared page  ┌──────────────────────────────────────────┐
+//!  │ RK4 step 1 kHz (FIFO 95)  │◄─────────────►│ flight app (preempt)                     │
+//!  │ bus thread      (FIFO 94) │ doorbell/done │  control p90 250 Hz, deadline = period:  │
+//!  └───────────────────────────┘   eventfds    │  sensors in ─ cascade ─ rotor speeds out │
+//!                                              │        │ bridge                          │
+//!                                              │  recorder ─► uav.mcap                    │
+//!                                              │  reference (mock clock) ─► figures, JSON │
+//!                                              └──────────────────────────────────────────┘
+//! ```
+//!
+//! The process machinery is the gimbal demonstrator's (`preempt_gimbal`: the plant loop
+//! `plant_rt`, the process entry `plant_main`, the spawner `spawn`, the RTIO `exchange`, the
+//! run's helper threads `harness`); this crate adds what is specific to a quadrotor.
+//!
+//! Modules, lowest first: [`model`] (6-DOF physics, sensors, crash), [`control`] (the
+//! cascade and the mission), [`frame`] (the link's frames), [`record`] (one control step's
+//! telemetry), [`sim`] (the simulator process), [`app`] (the real controller),
+//! [`reference`](mod@reference) (the mock-clock flight), [`telemetry`] (MCAP), [`result`]
+//! (figures of a flight), [`demo`] (one flight).
+//!
+//! ```
+//! use preempt_uav::control::{Controller, Mission, PERIOD_S};
+//! use preempt_uav::model::{Params, Quad};
+//! // Ten seconds of the mission with ideal timing, in-process.
+//! let (p, m) = (Params::default(), Mission::default());
+//! let (mut quad, mut c, mut cmd) = (Quad::new(p, 1), Controller::new(p), [0.0; 4]);
+//! for step in 0..10_000_u64 {
+//!     if step % 4 == 0 {
+//!         cmd = c.step(&m.at(step as f64 * 1e-3), &quad.sensors);
+//!     }
+//!     quad.step(cmd);
+//! }
+//! assert!(quad.crashed_at.is_none() && (quad.state.p[2] - 1.0).abs() < 0.1);
+//! # let _ = PERIOD_S;
+//! ```
+
+pub mod app;
+pub mod control;
+pub mod demo;
+pub mod frame;
+pub mod model;
+pub mod record;
+pub mod reference;
+pub mod result;
+pub mod sim;
+pub mod telemetry;
