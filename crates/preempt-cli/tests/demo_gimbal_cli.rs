@@ -60,6 +60,18 @@ fn demo_gimbal_writes_a_demo_gimbal_result_and_mcap() {
         "compare: {}",
         String::from_utf8_lossy(&cmp.stderr)
     );
+    // Control quality side by side: per axis errors, and the sample bookkeeping.
+    let table = String::from_utf8_lossy(&cmp.stdout);
+    for want in [
+        "demo_gimbal/pan",
+        "rms error",
+        "rms % of step",
+        "demo_gimbal/samples",
+        "missed",
+        "telemetry lost",
+    ] {
+        assert!(table.contains(want), "compare lacks '{want}':\n{table}");
+    }
     let csv = Command::new(BIN)
         .args(["report"])
         .arg(&file)
