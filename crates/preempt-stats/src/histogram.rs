@@ -636,6 +636,21 @@ impl fmt::Display for LayoutMismatch {
 impl std::error::Error for LayoutMismatch {}
 
 impl HistogramSnapshot {
+    /// An empty snapshot of a histogram with this `layout` (e.g. `Digits2::LAYOUT`), for
+    /// instance for a field missing from an older result file.
+    pub fn empty(layout: Layout) -> HistogramSnapshot {
+        HistogramSnapshot {
+            significant_digits: layout.significant_digits(),
+            highest_trackable_ns: layout.highest_trackable_ns(),
+            count: 0,
+            min_ns: None,
+            max_ns: None,
+            sum_ns: 0,
+            saturated: 0,
+            buckets: Vec::new(),
+        }
+    }
+
     /// The exact mean, or `None` when empty.
     pub fn mean_ns(&self) -> Option<f64> {
         (self.count > 0).then(|| self.sum_ns as f64 / self.count as f64)

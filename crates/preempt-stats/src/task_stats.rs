@@ -17,7 +17,8 @@
 //! * [`TaskStats::record_start`] when the job starts: one more release, and its release latency
 //!   (start − scheduled release) in an HdrHistogram-compatible [`Histogram`].
 //! * [`TaskStats::record_completion`] when it returns: execution time min/mean/max (the measured
-//!   WCET that [`crate::rta`] consumes), the worst response time, lateness against the absolute
+//!   WCET that [`crate::rta`] consumes) and its distribution (a second [`Histogram`], for
+//!   percentiles and for app metrics' execution-time histogram), the worst response time, lateness against the absolute
 //!   deadline, deadline misses and the current and longest run of consecutive misses.
 //! * [`TaskStats::record_skipped`] for releases a `Skip` overrun policy dropped.
 //! * [`TaskStats::record_page_faults`] with the page faults the thread took while the job ran
@@ -97,6 +98,7 @@ pub struct TaskStats<P: Precision = Digits2> {
     completions: AtomicU64,
     skipped: AtomicU64,
     latency: Histogram<P>,
+    exec: Histogram<P>,
     exec_min: AtomicU64,
     exec_max: AtomicU64,
     exec_sum: AtomicU64,
@@ -152,6 +154,7 @@ impl<P: Precision> TaskStats<P> {
             completions: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             latency: Histogram::new(),
+            exec: Histogram::new(),
             exec_min: AtomicU64::new(u64::MAX),
             exec_max: AtomicU64::new(0),
             exec_sum: AtomicU64::new(0),
@@ -189,6 +192,7 @@ impl<P: Precision> TaskStats<P> {
         lower(&self.exec_min, exec);
         raise(&self.exec_max, exec);
         add(&self.exec_sum, exec);
+        self.exec.record(exec);
         raise(
             &self.response_max,
             job.end_ns.saturating_sub(job.release_ns),
@@ -220,7 +224,8 @@ impl<P: Precision> TaskStats<P> {
     /// "Accounting"). Counts stay exact; the times become bounds: each job's execution time
     /// and response time are at most the window's length (resp. the window's end minus the
     /// earliest release), its release latency at most `end - earliest release`; the window's
-    /// time is shared out evenly for the mean (exact for the window as a whole). Jobs with
+    /// time is shared out evenly for the mean (exact for the window as a whole) and for the
+    /// execution-time histogram (each job counted at its even share). Jobs with
     /// deadlines are never coalesced, so misses and lateness stay exact.
     #[inline]
     pub fn record_coalesced(&self, window: Coalesced) {
@@ -238,6 +243,7 @@ impl<P: Precision> TaskStats<P> {
         )
         .unwrap_or(u64::MAX);
         add(&self.exec_sum, share);
+        self.exec.record_n(share / window.jobs.max(1), window.jobs);
         lower(&self.exec_min, share / window.jobs.max(1));
         raise(&self.exec_max, length);
         raise(&self.response_max, waited);
@@ -271,6 +277,11 @@ impl<P: Precision> TaskStats<P> {
         &self.latency
     }
 
+    /// The execution-time histogram (CPU time when given, else `end − start`).
+    pub fn execution_time(&self) -> &Histogram<P> {
+        &self.exec
+    }
+
     /// Forgets everything recorded (for example after a warm-up phase).
     pub fn reset(&mut self) {
         *self = TaskStats::new(self.name);
@@ -286,6 +297,7 @@ impl<P: Precision> TaskStats<P> {
             completions,
             skipped_releases: self.skipped.load(Relaxed),
             release_latency: self.latency.snapshot(),
+            execution_time: self.exec.snapshot(),
             exec_min_ns: (completions > 0).then(|| self.exec_min.load(Relaxed)),
             exec_mean_ns: (completions > 0)
                 .then(|| self.exec_sum.load(Relaxed) as f64 / completions as f64),
@@ -302,6 +314,12 @@ impl<P: Precision> TaskStats<P> {
     }
 }
 
+/// An empty default-precision histogram (an `execution_time` missing from an older file).
+#[cfg(feature = "serde")]
+fn empty_histogram() -> HistogramSnapshot {
+    HistogramSnapshot::empty(Digits2::LAYOUT)
+}
+
 /// An owned copy of a [`TaskStats`], for reports and JSON export.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -316,6 +334,10 @@ pub struct TaskSnapshot {
     pub skipped_releases: u64,
     /// Release latency (start − scheduled release): exact min/max, buckets, percentiles.
     pub release_latency: HistogramSnapshot,
+    /// Execution time per job (CPU time when measured, else `end − start`): buckets and exact
+    /// min/max/sum. Absent in results written before it existed (read back as empty).
+    #[cfg_attr(feature = "serde", serde(default = "empty_histogram"))]
+    pub execution_time: HistogramSnapshot,
     /// Shortest execution time.
     pub exec_min_ns: Option<u64>,
     /// Mean execution time.
@@ -473,6 +495,29 @@ mod tests {
         assert_eq!(s.exec_mean_ns, Some(100.0));
         assert_eq!(s.response_max_ns, Some(500));
         assert_eq!(s.deadline_misses, 0);
+        // Each of the 3 jobs is counted once, at its even share (400 / 4 = 100 ns).
+        assert_eq!(s.execution_time.count, 3);
+        assert_eq!(s.execution_time.sum_ns, 300);
+        assert_eq!(s.execution_time.max_ns, Some(100));
+    }
+
+    #[test]
+    fn execution_times_form_a_histogram_beside_the_exact_extremes() {
+        let stats: TaskStats = TaskStats::new("t");
+        for (k, exec) in [100_u64, 200, 200, 5_000].into_iter().enumerate() {
+            let r = k as u64 * 10_000;
+            stats.record_start(r, r);
+            stats.record_completion(job(r, r, r + exec, None));
+        }
+        let s = stats.snapshot();
+        let h = &s.execution_time;
+        assert_eq!((h.count, h.sum_ns), (4, 5_500));
+        assert_eq!((h.min_ns, h.max_ns), (Some(100), Some(5_000)));
+        assert_eq!((s.exec_min_ns, s.exec_max_ns), (Some(100), Some(5_000)));
+        // Median in 200's bucket, the top sample exactly the maximum.
+        assert_eq!(h.value_at_quantile(0.5), 200);
+        assert_eq!(h.value_at_quantile(1.0), 5_000);
+        assert_eq!(stats.execution_time().count(), 4);
     }
 
     #[test]

@@ -25,6 +25,23 @@ fn task_snapshot_round_trips_through_json() {
     let back: TaskSnapshot = serde_json::from_str(&json).unwrap();
     assert_eq!(back, snap);
     assert_eq!(back.max_lateness_ns, Some(400_000));
+    assert_eq!(back.execution_time.max_ns, Some(800_000));
+}
+
+#[test]
+fn a_task_snapshot_written_before_the_execution_histogram_reads_back_empty() {
+    let stats: TaskStats = TaskStats::new("old");
+    let mut json = serde_json::to_value(stats.snapshot()).unwrap();
+    json.as_object_mut()
+        .unwrap()
+        .remove("execution_time")
+        .unwrap();
+    let back: TaskSnapshot = serde_json::from_value(json).unwrap();
+    assert_eq!(
+        back.execution_time,
+        HistogramSnapshot::empty(Histogram::<Digits2>::LAYOUT)
+    );
+    assert_eq!(back, stats.snapshot());
 }
 
 #[test]

@@ -32,6 +32,9 @@ use preempt::Instant;
 use preempt_io::sys::sched;
 use preempt_sync::futex;
 
+#[path = "support/mod.rs"]
+mod support;
+
 static ITERATIONS: AtomicU64 = AtomicU64::new(0);
 static RESULT_NS: AtomicU64 = AtomicU64::new(0);
 
@@ -307,11 +310,7 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| -> Option<String> {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let value = |flag: &str| support::flag_value(&args, flag);
     if let Some(name) = value("--scenario") {
         let n: u64 = value("--iterations")
             .and_then(|v| v.parse().ok())

@@ -27,6 +27,10 @@ use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::{clock, sched};
 use preempt_stats::histogram::Histogram;
 
+#[path = "support/mod.rs"]
+mod support;
+use support::median;
+
 /// Jobs or samples per run (set from the command line in the child).
 static COUNT: AtomicU64 = AtomicU64::new(0);
 /// Latencies measured by the scenarios (single writer: the measuring thread).
@@ -441,14 +445,6 @@ fn cyclictest(loops: u64) -> Option<Lat> {
     })
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
-}
-
 fn us(ns: Option<f64>) -> String {
     ns.map_or_else(|| "    n/a".into(), |ns| format!("{:7.2}", ns / 1000.0))
 }
@@ -471,11 +467,7 @@ fn summarise(runs: &[Lat]) -> (Option<f64>, Option<f64>, Option<f64>) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| -> Option<String> {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let value = |flag: &str| support::flag_value(&args, flag);
     if let Some(name) = value("--scenario") {
         let n: u64 = value("--count").and_then(|v| v.parse().ok()).unwrap_or(1);
         COUNT.store(n, Ordering::Relaxed);

@@ -15,7 +15,7 @@
 //! | metric | kind |
 //! |---|---|
 //! | `preempt_task_releases_total`, `_completions_total`, `_skipped_releases_total`, `_deadline_misses_total` | counters |
-//! | `preempt_task_release_latency_seconds` | histogram (log-spaced buckets, [`preempt_metrics::buckets`]) |
+//! | `preempt_task_release_latency_seconds`, `preempt_task_execution_time_seconds` | histograms (log-spaced buckets, [`preempt_metrics::buckets`]) |
 //! | `preempt_task_execution_time_{min,mean,max}_seconds`, `preempt_task_response_time_max_seconds` | gauges (exact) |
 //! | `preempt_app_schedulable` | gauge: 1 when the response-time analysis of the measured figures says every deadline holds, 0 when not |
 //! | `preempt_task_rta_response_bound_seconds`, `preempt_task_rta_margin_seconds` | gauges per task |
@@ -36,6 +36,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
+use preempt_stats::histogram::HistogramSnapshot;
 use preempt_stats::rta::Report;
 use preempt_stats::task_stats::TaskSnapshot;
 
@@ -90,6 +91,9 @@ impl Collector for AppCollector {
 /// A per-task family: name, help, and the value of a task (`None`: no series for it).
 type Family<'a> = (&'a str, &'a str, &'a dyn Fn(&TaskSnapshot) -> Option<f64>);
 
+/// A per-task histogram family: name, help, and the task's histogram.
+type HistogramFamily<'a> = (&'a str, &'a str, fn(&TaskSnapshot) -> &HistogramSnapshot);
+
 /// Writes an app's statistics as metric families.
 pub(crate) fn encode_figures(stats: &Figures, enc: &mut DescriptorEncoder<'_>) -> fmt::Result {
     let app = Labels::from([("app", stats.app.as_str())]);
@@ -123,17 +127,22 @@ pub(crate) fn encode_figures(stats: &Figures, enc: &mut DescriptorEncoder<'_>) -
     for (name, help, f) in counters {
         expo::scalars(enc, name, help, None, MetricType::Counter, &per_task(f))?;
     }
-    let hist: Vec<_> = stats
-        .tasks
-        .iter()
-        .map(|t| (label(t), &t.release_latency))
-        .collect();
-    expo::histogram_seconds(
-        enc,
-        "preempt_task_release_latency",
-        "Release latency: job start - scheduled release",
-        &hist,
-    )?;
+    let histograms: [HistogramFamily<'_>; 2] = [
+        (
+            "preempt_task_release_latency",
+            "Release latency: job start - scheduled release",
+            |t| &t.release_latency,
+        ),
+        (
+            "preempt_task_execution_time",
+            "Execution time per job (CPU time when measured, else end - start)",
+            |t| &t.execution_time,
+        ),
+    ];
+    for (name, help, of) in histograms {
+        let series: Vec<_> = stats.tasks.iter().map(|t| (label(t), of(t))).collect();
+        expo::histogram_seconds(enc, name, help, &series)?;
+    }
     let gauges: [Family<'_>; 4] = [
         (
             "preempt_task_execution_time_min",

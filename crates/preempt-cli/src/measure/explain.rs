@@ -102,13 +102,7 @@ pub fn explain_run(
                     if let Some(tr) = trace.as_mut() {
                         tr.add_explanation(&e, &format!("thread {i} cycle {}", s.cycle));
                     }
-                    explanations.push(ExplainedSample {
-                        cycle: s.cycle,
-                        latency_ns: e.latency_ns,
-                        causes: e.causes.clone(),
-                        steal_ns: e.steal_ns,
-                        covered: e.covered,
-                    });
+                    explanations.push(ExplainedSample::new(s.cycle, &e));
                     all.push(e);
                 }
                 Err(_) => out.unexplained += 1,

@@ -7,7 +7,8 @@
 //! - `index.html`: summary cards and verdict, the readiness check, latency histograms on a log
 //!   count axis, exceedance curves, per-CPU histograms, latency per iteration, box plots per
 //!   policy × stress, wake-up latency, microbenchmark tables in ns and cycles with the timing
-//!   overhead beside each figure, the thread-vs-RTIO table of `rtio-bench` (and its break
+//!   overhead beside each figure, for `--explain` runs a stacked bar of causes per outlier and
+//!   the top causes by total delay and by count, the thread-vs-RTIO table of `rtio-bench` (and its break
 //!   points), validity ledgers, warnings and system info;
 //! - `plots/*.svg` and `plots/*.png`: every figure as a file for papers.
 //!
@@ -15,6 +16,7 @@
 //! structure of the page and its figures is pinned by snapshot tests
 //! (`tests/report_snapshots.rs`).
 
+mod explain;
 mod gimbal;
 pub mod html;
 pub mod plots;
@@ -761,6 +763,9 @@ fn latency_section(
         }
         b.raw(&ledger_table(&l.ledger));
         b.raw(&warnings_table(&r.warnings));
+        if let Some(x) = &l.explain {
+            explain::section(b, i, l, x)?;
+        }
         if l.threads.len() > 1 {
             let series: Vec<HistSeries> = l
                 .threads

@@ -543,6 +543,76 @@ pub fn time_series_in(
     })
 }
 
+/// A named line on linear axes: `(x, y)` points in x order; a `None` y breaks the line
+/// (a missed sample is a gap, not an interpolation).
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// Legend.
+    pub label: String,
+    /// Points.
+    pub points: Vec<(f64, Option<f64>)>,
+}
+
+/// Lines on linear axes: the gimbal's step responses (real against reference, as the
+/// thesis's figure 7.6 compares measured and simulated responses) and its tracking error.
+pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line]) -> Result<String> {
+    svg_chart(|root| {
+        let pts = || series.iter().flat_map(|s| s.points.iter());
+        let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+        let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &(x, y) in pts() {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            if let Some(y) = y.filter(|y| y.is_finite()) {
+                y0 = y0.min(y);
+                y1 = y1.max(y);
+            }
+        }
+        if !(x0 < x1 && y0 <= y1) {
+            return no_data(root, title);
+        }
+        let pad = if y1 > y0 { (y1 - y0) * 0.08 } else { 1e-3 };
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .margin_right(36)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+        for (i, s) in series.iter().enumerate() {
+            let style = ShapeStyle::from(color(i)).stroke_width(2);
+            let mut labelled = false;
+            // One path per run of points without a gap.
+            for run in s.points.split(|p| p.1.is_none_or(|y| !y.is_finite())) {
+                if run.is_empty() {
+                    continue;
+                }
+                let path = run.iter().filter_map(|&(x, y)| y.map(|y| (x, y)));
+                let drawn = chart
+                    .draw_series(LineSeries::new(path, style))
+                    .map_err(err)?;
+                if !labelled {
+                    labelled = true;
+                    drawn
+                        .label(s.label.clone())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
+                }
+            }
+        }
+        legend(&mut chart)
+    })
+}
+
 /// One group of bars: a legend and one value per category (`None`: no bar).
 #[derive(Debug, Clone)]
 pub struct BarSeries {
@@ -560,26 +630,60 @@ pub fn bars(
     categories: &[String],
     series: &[BarSeries],
 ) -> Result<String> {
+    bar_chart(title, y_desc, categories, series, None)
+}
+
+/// Stacked vertical bars on a linear axis from 0: one bar per category, the series stacked
+/// in order inside it, series `i` in `colors[i]`. The "why was it late" figure: a bar per
+/// outlier, a segment per kind of cause.
+pub fn stacked_bars(
+    title: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[BarSeries],
+    colors: &[RGBColor],
+) -> Result<String> {
+    bar_chart(title, y_desc, categories, series, Some(colors))
+}
+
+/// [`bars`] (`stack: None`) or [`stacked_bars`] (`stack`: the series' colours).
+fn bar_chart(
+    title: &str,
+    y_desc: &str,
+    categories: &[String],
+    series: &[BarSeries],
+    stack: Option<&[RGBColor]>,
+) -> Result<String> {
     svg_chart(|root| {
-        let hi = series
-            .iter()
-            .flat_map(|s| s.values.iter().flatten())
-            .fold(0.0f64, |a, &v| a.max(v));
+        let slot = |ci: usize| series.iter().filter_map(move |s| s.values[ci]);
+        let hi = (0..categories.len())
+            .map(|ci| match stack {
+                Some(_) => slot(ci).sum(),
+                None => slot(ci).fold(0.0, f64::max),
+            })
+            .fold(0.0f64, f64::max);
         if categories.is_empty() || hi <= 0.0 {
             return no_data(root, title);
         }
+        // Headroom keeps the legend off the bars.
+        let (x_area, y_area, headroom) = match stack {
+            Some(_) => (40, 72, 1.45),
+            None => (56, 56, 1.3),
+        };
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 20))
             .margin(12)
             .margin_right(36)
-            .x_label_area_size(56)
-            .y_label_area_size(56)
-            // Headroom keeps the legend off the bars.
-            .build_cartesian_2d(-0.5f64..(categories.len() as f64 - 0.5), 0.0..hi * 1.3)
+            .x_label_area_size(x_area)
+            .y_label_area_size(y_area)
+            .build_cartesian_2d(-0.5f64..(categories.len() as f64 - 0.5), 0.0..hi * headroom)
             .map_err(err)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", 14))
+        let compact = |v: &f64| format!("{v:.1}").trim_end_matches(".0").to_string();
+        let mut mesh = chart.configure_mesh();
+        if stack.is_some() {
+            mesh.y_label_formatter(&compact);
+        }
+        mesh.label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
             .disable_x_mesh()
             .x_labels(categories.len() * 2 + 1)
@@ -597,15 +701,29 @@ pub fn bars(
             .draw()
             .map_err(err)?;
         let width = 0.8 / series.len().max(1) as f64;
+        let mut base = vec![0.0f64; categories.len()];
         for (si, s) in series.iter().enumerate() {
-            let c = color(si);
+            let c = stack
+                .and_then(|cs| cs.get(si).copied())
+                .unwrap_or_else(|| color(si));
             let rects: Vec<Rectangle<(f64, f64)>> = s
                 .values
                 .iter()
                 .enumerate()
                 .filter_map(|(ci, v)| {
-                    let x0 = ci as f64 - 0.4 + si as f64 * width;
-                    v.map(|v| Rectangle::new([(x0, 0.0), (x0 + width * 0.9, v)], c.filled()))
+                    let v = (*v)?;
+                    let corners = match stack {
+                        Some(_) => {
+                            let (x0, y0) = (ci as f64 - 0.38, base[ci]);
+                            base[ci] += v;
+                            [(x0, y0), (x0 + 0.76, y0 + v)]
+                        }
+                        None => {
+                            let x0 = ci as f64 - 0.4 + si as f64 * width;
+                            [(x0, 0.0), (x0 + width * 0.9, v)]
+                        }
+                    };
+                    Some(Rectangle::new(corners, c.filled()))
                 })
                 .collect();
             chart

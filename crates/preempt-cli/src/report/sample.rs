@@ -10,10 +10,13 @@
 use crate::results::micro::{
     ClockInfo, CounterKind, CycleSummary, MicroBench, MicroOverhead, MicroResult, SetStatus,
 };
+use preempt_trace::{Cause, CauseKind, Explanation};
+
 use crate::results::{
-    CheckItem, CheckReport, Distribution, LatencyResult, LatencySettings, Ledger, LedgerEntry,
-    MatrixCell, MatrixResult, Overhead, PolicyRecord, ResultFile, RunResult, SCHEMA_VERSION,
-    Status, SysInfo, ThreadResult, Tool, WakeupCase, WakeupResult, WarningRecord,
+    CheckItem, CheckReport, Distribution, ExplainResult, ExplainedSample, LatencyResult,
+    LatencySettings, Ledger, LedgerEntry, MatrixCell, MatrixResult, Overhead, PolicyRecord,
+    ResultFile, RunResult, SCHEMA_VERSION, Status, SysInfo, ThreadExplanations, ThreadResult, Tool,
+    WakeupCase, WakeupResult, WarningRecord,
 };
 use crate::stats::histogram::Histogram;
 use crate::stats::summary::Summary;
@@ -166,7 +169,7 @@ pub fn latency(stress: bool) -> ResultFile {
         latency_all: Summary::from_snapshot(&all),
         ledger: ledger(!stress),
         break_event: None,
-        explain: None,
+        explain: stress.then(|| explain(&[1_000, 1_001])),
     };
     let mut f = file(RunResult::Latency(Box::new(r)));
     f.warnings = vec![WarningRecord {
@@ -175,6 +178,101 @@ pub fn latency(stress: bool) -> ResultFile {
         hint: "boot a PREEMPT_RT kernel".into(),
     }];
     f
+}
+
+/// A cause of a synthetic explanation.
+fn cause(kind: CauseKind, name: &str, pid: Option<i32>, ns: u64) -> Cause {
+    let thread = kind == CauseKind::Thread;
+    Cause {
+        kind,
+        name: name.into(),
+        pid,
+        ns,
+        policy: thread.then(|| "SCHED_OTHER".into()),
+        priority: thread.then_some(0),
+        inversion: thread,
+    }
+}
+
+/// `--explain` results for the threads `tids` (on CPUs 0, 1, ...): per thread three outliers
+/// under stress (a thread holding the CPU, an interrupt burst, a host stall).
+pub fn explain(tids: &[i32]) -> ExplainResult {
+    let mut all = Vec::new();
+    let threads = tids
+        .iter()
+        .enumerate()
+        .map(|(cpu, &tid)| {
+            let scale = 1 + cpu as u64;
+            let windows = [
+                (
+                    1_207,
+                    vec![
+                        cause(CauseKind::Thread, "stress-cpu", Some(4_242), 610_000 * scale),
+                        cause(CauseKind::Irq, "LOC local_timer", None, 41_000),
+                        cause(CauseKind::Wakeup, "switch-in and return to the task", Some(tid), 9_000),
+                    ],
+                    Some(0),
+                ),
+                (
+                    8_311,
+                    vec![
+                        cause(CauseKind::Softirq, "NET_RX", None, 220_000 * scale),
+                        cause(CauseKind::Irq, "24:virtio0-input.0", None, 90_000),
+                        cause(CauseKind::Irq, "LOC local_timer", None, 3_000),
+                        cause(CauseKind::Wakeup, "switch-in and return to the task", Some(tid), 7_000),
+                    ],
+                    Some(0),
+                ),
+                (
+                    15_020,
+                    vec![
+                        cause(
+                            CauseKind::Invisible,
+                            "timer interrupt late, nothing recorded (host steal, SMI, interrupts off) while stress-cpu ran",
+                            Some(4_242),
+                            880_000 * scale,
+                        ),
+                        cause(CauseKind::IdleExit, "idle state exit", None, 2_000),
+                        cause(CauseKind::Irq, "LOC local_timer", None, 4_000),
+                        cause(CauseKind::Wakeup, "idle to task switch", None, 11_000),
+                    ],
+                    Some(10_000_000),
+                ),
+            ];
+            let explanations = windows
+                .into_iter()
+                .map(|(cycle, causes, steal_ns)| {
+                    let e = Explanation {
+                        cpu,
+                        release_ns: cycle * 1_000_000,
+                        latency_ns: causes.iter().map(|c| c.ns).sum(),
+                        causes,
+                        steal_ns,
+                        steal_span_ns: steal_ns.map(|_| 50_000_000),
+                        covered: true,
+                        segments: Vec::new(),
+                    };
+                    let s = ExplainedSample::new(cycle, &e);
+                    all.push(e);
+                    s
+                })
+                .collect();
+            ThreadExplanations {
+                thread: cpu,
+                tid,
+                cpu,
+                threshold_ns: 200_000,
+                explanations,
+            }
+        })
+        .collect();
+    ExplainResult {
+        threshold_ns: Some(200_000),
+        threads,
+        top_causes: preempt_trace::top_causes(&all),
+        explained: all.len() as u64,
+        unexplained: 1,
+    }
 }
 
 /// A readiness check.

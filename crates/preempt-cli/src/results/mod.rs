@@ -559,6 +559,19 @@ pub struct ExplainedSample {
     pub covered: bool,
 }
 
+impl ExplainedSample {
+    /// The explanation of release `cycle`.
+    pub fn new(cycle: u64, e: &preempt_trace::Explanation) -> ExplainedSample {
+        ExplainedSample {
+            cycle,
+            latency_ns: e.latency_ns,
+            causes: e.causes.clone(),
+            steal_ns: e.steal_ns,
+            covered: e.covered,
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // matrix
 

@@ -170,16 +170,7 @@ impl Snapshot {
     /// A snapshot with no samples.
     pub fn empty() -> Self {
         Self {
-            hdr: HistogramSnapshot {
-                significant_digits: LAYOUT.significant_digits(),
-                highest_trackable_ns: LAYOUT.highest_trackable_ns(),
-                count: 0,
-                min_ns: None,
-                max_ns: None,
-                sum_ns: 0,
-                saturated: 0,
-                buckets: Vec::new(),
-            },
+            hdr: HistogramSnapshot::empty(LAYOUT),
             worst: Vec::new(),
         }
     }

@@ -46,22 +46,51 @@ pub(crate) fn soft_unless_privileged(cmd: &mut Command, what: &str, max_priority
 }
 
 /// Runs `cmd` with its output captured; a child that does not finish in `timeout` is killed
-/// and fails the test with what it printed.
+/// and fails the test with what it printed. stdout and stderr are read while the child runs
+/// (by two threads): a child that prints more than a pipe holds (64 KiB, e.g. an app's JSON
+/// statistics) would otherwise block in `write` and never finish.
 pub(crate) fn run_with_watchdog(mut cmd: Command, what: &str, timeout: Duration) -> Output {
+    use std::io::Read;
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                p.read_to_end(&mut buf).unwrap();
+            }
+            buf
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let start = Instant::now();
     loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+        if let Some(status) = child.try_wait().unwrap() {
+            return Output {
+                status,
+                stdout: stdout.join().unwrap(),
+                stderr: stderr.join().unwrap(),
+            };
         }
         if start.elapsed() > timeout {
             child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
+            child.wait().unwrap();
+            let (out, err) = (stdout.join().unwrap(), stderr.join().unwrap());
             panic!(
                 "`{what}` did not finish within {timeout:?} (killed)\nstdout:\n{}\nstderr:\n{}",
-                text(&out.stdout),
-                text(&out.stderr)
+                text(&out),
+                text(&err)
             );
         }
         pause(Duration::from_millis(5));

@@ -1,0 +1,209 @@
+//! The report's "why were the outliers late" part of a latency result run with `--explain`
+//! (issue 13): a stacked bar per outlier (its causes, coloured by kind, adding up to its
+//! latency), a table of the outliers drawn, and the run's top causes by total delay and by
+//! count. Every number is read from the result file's `explain` block.
+
+use anyhow::Result;
+use plotters::style::RGBColor;
+use preempt_trace::{CauseKind, TopCause};
+
+use super::html::{Cell, cls, num, table, td};
+use super::plots::{self, BarSeries, PALETTE};
+use super::{Builder, latency_title};
+use crate::results::input::Input;
+use crate::results::{ExplainResult, ExplainedSample, LatencyResult};
+
+/// Outliers drawn as bars (the worst ones): beyond about two dozen the bars get too thin to
+/// read at the chart's 760 px width.
+const MAX_BARS: usize = 24;
+/// Rows of each top-causes table.
+const MAX_CAUSES: usize = 10;
+
+/// Every kind in stacking order, with its colour: the thread and interrupt causes first (what
+/// a user can act on), `invisible` last in grey (what no recorded event explains).
+const KINDS: [(CauseKind, RGBColor); 7] = [
+    (CauseKind::Thread, PALETTE[0]),
+    (CauseKind::Irq, PALETTE[1]),
+    (CauseKind::Softirq, PALETTE[3]),
+    (CauseKind::Timer, PALETTE[4]),
+    (CauseKind::Wakeup, PALETTE[2]),
+    (CauseKind::IdleExit, PALETTE[5]),
+    (CauseKind::Invisible, RGBColor(150, 150, 150)),
+];
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1_000.0)
+}
+
+fn who(kind: CauseKind, name: &str, pid: Option<i32>) -> [Cell; 3] {
+    [
+        td(kind.name()),
+        td(name),
+        pid.map_or_else(|| cls("–", "muted"), |p| num(p.to_string())),
+    ]
+}
+
+fn steal_cell(t: &TopCause) -> Cell {
+    match (t.steal_windows, t.steal_max_ns) {
+        (Some(0), _) => td("none"),
+        (Some(n), Some(max)) => td(format!("{n} windows, up to {:.1} ms", max as f64 / 1e6)),
+        _ => cls("–", "muted"),
+    }
+}
+
+fn causes_table(top: &[&TopCause], explained_ns: u64, explained: u64) -> String {
+    let rows: Vec<Vec<Cell>> = top
+        .iter()
+        .map(|t| {
+            let mut row = who(t.kind, &t.name, t.pid).to_vec();
+            row.push(num(us(t.total_ns)));
+            row.push(num(format!(
+                "{:.1}",
+                100.0 * t.total_ns as f64 / explained_ns.max(1) as f64
+            )));
+            row.push(num(format!("{}/{explained}", t.count)));
+            row.push(num(t.main_count.to_string()));
+            row.push(steal_cell(t));
+            row
+        })
+        .collect();
+    table(
+        &[
+            "kind",
+            "name",
+            "pid",
+            "total µs",
+            "% of explained delay",
+            "in outliers",
+            "main cause of",
+            "steal around them",
+        ],
+        &rows,
+    )
+}
+
+/// The section of one latency result's explanations.
+pub(super) fn section(
+    b: &mut Builder,
+    i: &Input,
+    l: &LatencyResult,
+    x: &ExplainResult,
+) -> Result<()> {
+    b.h3(&format!(
+        "Why the outliers were late: {}",
+        latency_title(i, l)
+    ));
+    let threshold = x.threshold_ns.map_or_else(
+        || "above each thread's p99.9".to_string(),
+        |t| format!("at or above {} µs", us(t)),
+    );
+    b.p(&format!(
+        "{} outliers ({threshold}) explained from the kernel trace, {} not explained (beyond the per-thread cap or no longer in the trace history). Each outlier's delay is split into causes that add up to it: irq, softirq, thread (another thread held the CPU), wakeup (waking to running), idle_exit (C-state exit), timer (hrtimer callbacks), invisible (nothing recorded explains it: host steal, SMI, interrupts off; the CPU's /proc/stat steal time around it is shown beside it). Method and limits: docs/MEASURING.md.",
+        x.explained, x.unexplained
+    ));
+    let mut all: Vec<(usize, &ExplainedSample)> = x
+        .threads
+        .iter()
+        .flat_map(|t| t.explanations.iter().map(move |e| (t.cpu, e)))
+        .collect();
+    all.sort_by_key(|e| std::cmp::Reverse(e.1.latency_ns));
+    all.truncate(MAX_BARS);
+    if all.is_empty() {
+        b.p("No outlier was explained.");
+        return Ok(());
+    }
+    let categories: Vec<String> = (1..=all.len()).map(|n| n.to_string()).collect();
+    // Milliseconds once the worst outlier passes 10 ms: shorter axis labels.
+    let (unit, per) = if all[0].1.latency_ns > 10_000_000 {
+        ("ms", 1e6)
+    } else {
+        ("µs", 1e3)
+    };
+    let (mut series, mut colors) = (Vec::new(), Vec::new());
+    for (kind, color) in KINDS {
+        let values: Vec<Option<f64>> = all
+            .iter()
+            .map(|(_, e)| {
+                let ns: u64 = e
+                    .causes
+                    .iter()
+                    .filter(|c| c.kind == kind)
+                    .map(|c| c.ns)
+                    .sum();
+                (ns > 0).then(|| ns as f64 / per)
+            })
+            .collect();
+        if values.iter().any(Option::is_some) {
+            series.push(BarSeries {
+                label: kind.name().into(),
+                values,
+            });
+            colors.push(color);
+        }
+    }
+    let svg = plots::stacked_bars(
+        &format!("Why the outliers were late: {}", i.label),
+        &format!("delay ({unit})"),
+        &categories,
+        &series,
+        &colors,
+    )?;
+    b.fig(
+        &format!("explain-outliers-{}", i.label),
+        svg,
+        &format!(
+            "The {} worst explained outliers of {}, worst first (numbered as in the table below): one bar per outlier, one segment per kind of cause, adding up to its latency.",
+            all.len(),
+            latency_title(i, l)
+        ),
+    );
+    let rows: Vec<Vec<Cell>> = all
+        .iter()
+        .enumerate()
+        .map(|(n, (cpu, e))| {
+            let main = e.causes.first();
+            vec![
+                num((n + 1).to_string()),
+                td(format!("cpu{cpu}")),
+                num(e.cycle.to_string()),
+                num(us(e.latency_ns)),
+                td(main.map_or("–".into(), |c| format!("{} {}", c.kind.name(), c.name))),
+                num(main.map_or("–".into(), |c| {
+                    format!("{:.0}", 100.0 * c.ns as f64 / e.latency_ns.max(1) as f64)
+                })),
+                e.steal_ns.map_or_else(
+                    || cls("–", "muted"),
+                    |s| num(format!("{:.1}", s as f64 / 1e6)),
+                ),
+                if e.covered {
+                    td("yes")
+                } else {
+                    cls("no (events lost)", "warn")
+                },
+            ]
+        })
+        .collect();
+    b.raw(&table(
+        &[
+            "#",
+            "thread",
+            "cycle",
+            "latency µs",
+            "main cause",
+            "% of it",
+            "steal ms",
+            "trace covered",
+        ],
+        &rows,
+    ));
+    let explained_ns: u64 = x.top_causes.iter().map(|t| t.total_ns).sum();
+    let by_total: Vec<&TopCause> = x.top_causes.iter().take(MAX_CAUSES).collect();
+    b.p("Top causes by total delay:");
+    b.raw(&causes_table(&by_total, explained_ns, x.explained));
+    let mut by_count: Vec<&TopCause> = x.top_causes.iter().collect();
+    by_count.sort_by(|a, b| b.count.cmp(&a.count).then(b.total_ns.cmp(&a.total_ns)));
+    by_count.truncate(MAX_CAUSES);
+    b.p("Top causes by count (outliers they appear in):");
+    b.raw(&causes_table(&by_count, explained_ns, x.explained));
+    Ok(())
+}
