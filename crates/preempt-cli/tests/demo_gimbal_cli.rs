@@ -60,6 +60,18 @@ fn demo_gimbal_writes_a_demo_gimbal_result_and_mcap() {
         "compare: {}",
         String::from_utf8_lossy(&cmp.stderr)
     );
+    // Control quality side by side: per axis errors, and the sample bookkeeping.
+    let table = String::from_utf8_lossy(&cmp.stdout);
+    for want in [
+        "demo_gimbal/pan",
+        "rms error",
+        "rms % of step",
+        "demo_gimbal/samples",
+        "missed",
+        "telemetry lost",
+    ] {
+        assert!(table.contains(want), "compare lacks '{want}':\n{table}");
+    }
     let csv = Command::new(BIN)
         .args(["report"])
         .arg(&file)
@@ -78,6 +90,29 @@ fn demo_gimbal_writes_a_demo_gimbal_result_and_mcap() {
         "no gimbal section in the report"
     );
     assert!(html.contains("position_pan") && html.contains("RMS error mrad"));
+    // The step response of the stepped axis and the tracking error, as figures; the
+    // response-time analysis of the controller.
+    let plots = dir.join("report").join("plots");
+    for stem in ["pan-step", "error"] {
+        let svg = std::fs::read_dir(&plots)
+            .unwrap()
+            .filter_map(Result::ok)
+            .find(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.ends_with(&format!("{stem}.svg")) && n.contains("gimbal")
+            })
+            .unwrap_or_else(|| panic!("no gimbal {stem} plot in {}", plots.display()));
+        let text = std::fs::read_to_string(svg.path()).unwrap();
+        assert!(
+            text.contains("<polyline") || text.contains("<path"),
+            "{stem}: no line"
+        );
+    }
+    assert!(
+        html.contains("Response-time analysis"),
+        "no RTA in the report"
+    );
+    assert!(html.contains("missed after an exchange that overran"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -145,8 +145,8 @@ mod controller {
     }
 
     /// Runs first when the gate opens: the grid's start, then the RTIO context on this
-    /// thread.
-    #[task(priority = 90, local = [fds])]
+    /// thread. Once per run (declared as at most once a second for the analysis).
+    #[task(priority = 90, min_interarrival = 1000.millis(), local = [fds])]
     fn bus_setup(cx: bus_setup::Context) {
         T0.store(super::now_ns(), Ordering::Release);
         if let Err(e) =
@@ -239,8 +239,9 @@ mod controller {
         }
     }
 
-    /// Pan position loop (1 kHz): PD, then chains the pan current loop.
-    #[task(priority = 80, shared = [pan])]
+    /// Pan position loop (1 kHz): PD, then chains the pan current loop. The declared
+    /// inter-arrival times are `sample`'s release pattern, for the response-time analysis.
+    #[task(priority = 80, min_interarrival = 1.millis(), shared = [pan])]
     fn position_pan(
         mut cx: position_pan::Context,
         k: u64,
@@ -257,7 +258,7 @@ mod controller {
     }
 
     /// Tilt position loop (1 kHz).
-    #[task(priority = 80, shared = [tilt])]
+    #[task(priority = 80, min_interarrival = 1.millis(), shared = [tilt])]
     fn position_tilt(
         mut cx: position_tilt::Context,
         k: u64,
@@ -274,7 +275,7 @@ mod controller {
     }
 
     /// Pan current loop (10 kHz): its voltage goes out with the next sample.
-    #[task(priority = 80, shared = [volts, pan])]
+    #[task(priority = 80, min_interarrival = 100.micros(), shared = [volts, pan])]
     fn current_pan(mut cx: current_pan::Context, k: u64, current: f64, iref: Option<f64>) {
         let start = super::now_ns();
         let v = cx.shared.pan.lock(|c| c.current(iref, current));
@@ -286,7 +287,7 @@ mod controller {
     }
 
     /// Tilt current loop (10 kHz).
-    #[task(priority = 80, shared = [volts, tilt])]
+    #[task(priority = 80, min_interarrival = 100.micros(), shared = [volts, tilt])]
     fn current_tilt(mut cx: current_tilt::Context, k: u64, current: f64, iref: Option<f64>) {
         let start = super::now_ns();
         let v = cx.shared.tilt.lock(|c| c.current(iref, current));

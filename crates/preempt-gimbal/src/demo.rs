@@ -296,7 +296,18 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         sample_lateness_ns: TimeSummary::of(records.iter().map(|r| r.lateness_ns)),
         plant: counters,
         tasks: serde_json::from_str(&stats_json).unwrap_or(serde_json::Value::Null),
-        series: result::series(&records, &reference),
+        series: result::series(&cfg.steps, &records, &reference),
+        rta: {
+            let (_, notes) = stats.rta_tasks();
+            serde_json::json!({
+                "verdict": stats.verdict().to_string(),
+                "notes": notes,
+                "report": match stats.rta() {
+                    Ok(r) => serde_json::to_value(r).unwrap_or(serde_json::Value::Null),
+                    Err(e) => serde_json::json!({"error": e.to_string()}),
+                },
+            })
+        },
     };
     write_json(&out.json, &data)?;
     Ok((data, out))

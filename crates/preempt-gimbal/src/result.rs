@@ -25,8 +25,14 @@ use crate::spawn::PlantCounters;
 
 /// Settling band, fraction of the step.
 const SETTLING_BAND: f64 = 0.02;
-/// Samples of the down-sampled series in the result (every 10th sample: 1 kHz).
+/// The series' finest spacing, samples (every 10th: 1 kHz), kept for the
+/// [`SERIES_DENSE_S`] after each step (the step responses' plots).
 pub const SERIES_EVERY: u64 = 10;
+/// Seconds after each step kept at the finest spacing (3× the reference's ~100 ms settling).
+pub const SERIES_DENSE_S: f64 = 0.3;
+/// Points elsewhere in the series, at most (the tracking-error plot): a 60 s run's JSON
+/// stays around 100 kB instead of 2 MB at 1 kHz.
+pub const SERIES_SPARSE_POINTS: u64 = 1_000;
 
 /// One axis's control quality.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -167,7 +173,7 @@ impl TimeSummary {
     }
 }
 
-/// Down-sampled trajectories (1 kHz) for plots: real and reference angle per axis.
+/// Down-sampled trajectories for plots (see [`series`]): real and reference angle per axis.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Series {
     /// Time of each point, ms.
@@ -224,8 +230,13 @@ pub struct GimbalData {
     pub plant: PlantCounters,
     /// The controller app's accounting (`preempt::AppStats` as JSON).
     pub tasks: serde_json::Value,
-    /// 1 kHz trajectories.
+    /// Down-sampled trajectories ([`series`]).
     pub series: Series,
+    /// Response-time analysis of the controller app from its measured execution times
+    /// (`{verdict, notes, report}`; `report` is `preempt_stats::rta::Report`, or
+    /// `{"error": ..}`).
+    #[serde(default)]
+    pub rta: serde_json::Value,
 }
 
 /// Step figures of one response.
@@ -343,12 +354,22 @@ pub fn axis_quality(
         .collect()
 }
 
-/// The 1 kHz series of real and reference angles.
-pub fn series(real: &[SampleRecord], reference: &[SampleRecord]) -> Series {
+/// The series of real and reference angles: 1 kHz for [`SERIES_DENSE_S`] after each step of
+/// `steps`, at most [`SERIES_SPARSE_POINTS`] points elsewhere.
+pub fn series(steps: &Steps, real: &[SampleRecord], reference: &[SampleRecord]) -> Series {
     let n = reference.len() as u64;
     let (pan, tilt) = (by_sample(real, n, 0), by_sample(real, n, 1));
+    let sparse = (n / SERIES_SPARSE_POINTS)
+        .max(1)
+        .next_multiple_of(SERIES_EVERY);
+    let dense = (SERIES_DENSE_S / SAMPLE_S).round() as u64;
+    let steps: Vec<u64> = steps.0.iter().map(|s| s.at_sample).collect();
+    let keep = |k: u64| {
+        k % sparse == 0
+            || (k % SERIES_EVERY == 0 && steps.iter().any(|&at| k >= at && k < at + dense))
+    };
     let mut s = Series::default();
-    for r in reference.iter().filter(|r| r.k % SERIES_EVERY == 0) {
+    for r in reference.iter().filter(|r| keep(r.k)) {
         let k = r.k as usize;
         s.t_ms.push(r.k as f64 * SAMPLE_S * 1e3);
         s.real_rad.push([pan[k], tilt[k]]);

@@ -171,7 +171,8 @@ pub struct Run {
     pub source: String,
     /// Figures, keys unique.
     pub figures: Vec<Figure>,
-    /// Plain numbers (rtio-bench cells and break points), `(key, quantity)` unique.
+    /// Plain numbers (rtio-bench cells and break points, gimbal control quality),
+    /// `(key, quantity)` unique.
     pub scalars: Vec<rtio::Scalar>,
     /// Why the run does not cover what it was asked to measure (empty = complete): a file
     /// written while the run was going (`complete: false`) or a run stopped early

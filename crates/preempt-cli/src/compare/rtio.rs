@@ -1,5 +1,8 @@
 //! Comparing `rtio_bench` results: every number of the talk's table (and of the sweep's break
-//! points) as a named *quantity* with its ratio to the first run.
+//! points) as a named *quantity* with its ratio to the first run. `demo_gimbal` results
+//! bring their control quality the same way (`demo_gimbal/<axis>`: RMS and max error against
+//! the reference, RMS in % of the step; `demo_gimbal/samples`: missed samples, stale
+//! outputs, telemetry lost, plant late steps), so idle and loaded runs stand side by side.
 //!
 //! An rtio-bench cell has no latency histogram, only its p50/p99/max, so it does not fit the
 //! distribution [`Figure`](super::Figure)s; each cell becomes plain numbers keyed
@@ -44,6 +47,20 @@ pub enum Quantity {
     ContextSwitchesPerSample,
     /// Largest per-sample workload sustained without a missed event, µs (sweep).
     SustainedWorkUs,
+    /// Gimbal: RMS angle error against the ideal-timing reference, rad.
+    RmsErrorRad,
+    /// Gimbal: the same in % of the axis's step.
+    RmsErrorPctOfStep,
+    /// Gimbal: largest angle error against the reference, rad.
+    MaxErrorRad,
+    /// Gimbal: samples missed (releases skipped).
+    MissedSamples,
+    /// Gimbal: samples that sent a stale voltage.
+    LateOutputs,
+    /// Gimbal: telemetry samples lost.
+    TelemetryLost,
+    /// Gimbal: plant steps that ran a whole step late.
+    PlantLateSteps,
 }
 
 impl Quantity {
@@ -73,6 +90,13 @@ impl Quantity {
             Quantity::MissedEvents => "missed events",
             Quantity::ContextSwitchesPerSample => "cs/sample",
             Quantity::SustainedWorkUs => "sustained work",
+            Quantity::RmsErrorRad => "rms error",
+            Quantity::RmsErrorPctOfStep => "rms % of step",
+            Quantity::MaxErrorRad => "max error",
+            Quantity::MissedSamples => "missed",
+            Quantity::LateOutputs => "stale outputs",
+            Quantity::TelemetryLost => "telemetry lost",
+            Quantity::PlantLateSteps => "plant late",
         }
     }
 
@@ -85,7 +109,13 @@ impl Quantity {
             | Quantity::LatencyMax
             | Quantity::JitterPp
             | Quantity::JitterSigma => fmt_ns(v),
-            Quantity::MissedEvents => format!("{v:.0}"),
+            Quantity::MissedEvents
+            | Quantity::MissedSamples
+            | Quantity::LateOutputs
+            | Quantity::TelemetryLost
+            | Quantity::PlantLateSteps => format!("{v:.0}"),
+            Quantity::RmsErrorRad | Quantity::MaxErrorRad => format!("{:.3} mrad", v * 1e3),
+            Quantity::RmsErrorPctOfStep => format!("{v:.2} %"),
             Quantity::ContextSwitchesPerSample => format!("{v:.2}"),
             Quantity::SustainedWorkUs => format!("{v:.0} µs"),
         }
@@ -123,8 +153,10 @@ pub fn scalars_of(i: &Input) -> Vec<Scalar> {
     let Loaded::Result(f) = &i.loaded else {
         return Vec::new();
     };
-    let RunResult::RtioBench(r) = &f.result else {
-        return Vec::new();
+    let r = match &f.result {
+        RunResult::RtioBench(r) => r,
+        RunResult::DemoGimbal(d) => return gimbal_scalars(d),
+        _ => return Vec::new(),
     };
     let mut out = Vec::new();
     for c in &r.cells {
@@ -143,7 +175,8 @@ pub fn scalars_of(i: &Input) -> Vec<Scalar> {
                 Quantity::JitterSigma => c.jitter_sigma_ns,
                 Quantity::MissedEvents => c.missed_total() as f64,
                 Quantity::ContextSwitchesPerSample => c.context_switches_per_sample,
-                Quantity::SustainedWorkUs => continue,
+                // Not a cell's number (the sweep's, or a gimbal run's).
+                _ => continue,
             };
             out.push(Scalar {
                 key: key.clone(),
@@ -164,6 +197,44 @@ pub fn scalars_of(i: &Input) -> Vec<Scalar> {
             });
         }
     }
+    out
+}
+
+/// The control quality of a gimbal run.
+fn gimbal_scalars(d: &preempt_gimbal::result::GimbalData) -> Vec<Scalar> {
+    let mut out = Vec::new();
+    let mut push = |key: String, quantity, value| {
+        out.push(Scalar {
+            key,
+            quantity,
+            value,
+        })
+    };
+    for a in &d.axes {
+        let key = format!("demo_gimbal/{}", a.name);
+        push(key.clone(), Quantity::RmsErrorRad, a.rms_error_rad);
+        if let Some(p) = a.rms_error_pct_of_step {
+            push(key.clone(), Quantity::RmsErrorPctOfStep, p);
+        }
+        push(key, Quantity::MaxErrorRad, a.max_error_rad);
+    }
+    let key = "demo_gimbal/samples".to_string();
+    push(
+        key.clone(),
+        Quantity::MissedSamples,
+        d.samples.missed as f64,
+    );
+    push(
+        key.clone(),
+        Quantity::LateOutputs,
+        d.samples.late_outputs as f64,
+    );
+    push(
+        key.clone(),
+        Quantity::TelemetryLost,
+        d.telemetry.lost as f64,
+    );
+    push(key, Quantity::PlantLateSteps, d.plant.late_steps as f64);
     out
 }
 

@@ -1,10 +1,17 @@
 //! The report's section for `demo_gimbal` results: control quality against the ideal-timing
-//! reference per axis, the sample and telemetry bookkeeping, and each task's timing.
+//! reference per axis, the step response of each axis (real against reference) and the
+//! tracking error over time as plots, the sample and telemetry bookkeeping with the missed
+//! samples' causes, each task's timing, and the response-time analysis of the controller.
 
 use super::Builder;
 use super::html::{Cell, num, table, td};
+use super::plots::{self, Line};
 use crate::results::input::Input;
+use preempt_gimbal::control::{AXES, SAMPLE_S, Steps};
 use preempt_gimbal::result::GimbalData;
+
+/// Shown before each step in its response plot, ms.
+const BEFORE_STEP_MS: f64 = 20.0;
 
 fn opt(v: Option<f64>, digits: usize) -> Cell {
     num(v.map_or("-".to_string(), |v| format!("{v:.digits$}")))
@@ -72,6 +79,7 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) {
         ],
         &rows,
     ));
+    figures(b, i, d);
     let s = &d.samples;
     let c = &d.controller_cpu_per_sample_ns;
     b.raw(&table(
@@ -84,6 +92,24 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) {
             vec![
                 td("stale voltages (controllers late for the next sample)"),
                 num(s.late_outputs.to_string()),
+            ],
+            vec![
+                td("missed after an exchange that overran its period (plant late)"),
+                num(d.misses.exchange_overran.to_string()),
+            ],
+            vec![
+                td("missed after a late or long sample (controller's CPU taken)"),
+                num(d.misses.released_late.to_string()),
+            ],
+            vec![
+                td("plant stalls ≥ 1 ms (another thread ran on its CPU)"),
+                num(format!("{} ({})", d.plant.stalls, d.plant.stalls_preempted)),
+            ],
+            vec![
+                td("cpu_dma_latency held"),
+                num(d
+                    .cpu_dma_latency_us
+                    .map_or("no".into(), |v| format!("{v} µs"))),
             ],
             vec![
                 td("telemetry written / lost"),
@@ -148,4 +174,146 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) {
             &rows,
         ));
     }
+    rta(b, d);
+}
+
+/// Step response per axis and tracking error over time, from the result's series.
+fn figures(b: &mut Builder, i: &Input, d: &GimbalData) {
+    let sr = &d.series;
+    let steps: Option<Steps> = d.steps.parse().ok();
+    for (a, name) in AXES.iter().enumerate() {
+        let Some((from, to, at)) = steps.as_ref().and_then(|s| s.first_step(a)) else {
+            continue;
+        };
+        let at_ms = at as f64 * SAMPLE_S * 1e3;
+        let window = |t: f64| t >= at_ms - BEFORE_STEP_MS && t <= at_ms + 300.0;
+        let pick = |f: &dyn Fn(usize) -> Option<f64>| -> Vec<(f64, Option<f64>)> {
+            sr.t_ms
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| window(**t))
+                .map(|(j, t)| (t - at_ms, f(j)))
+                .collect()
+        };
+        let lines = [
+            Line {
+                label: "real".into(),
+                points: pick(&|j| sr.real_rad.get(j).and_then(|p| p[a])),
+            },
+            Line {
+                label: "reference (ideal timing)".into(),
+                points: pick(&|j| sr.reference_rad.get(j).map(|p| p[a])),
+            },
+            Line {
+                label: "setpoint".into(),
+                points: pick(&|j| sr.setpoint_rad.get(j).map(|p| p[a])),
+            },
+        ];
+        let title = format!("{name}: step {from:+.2} → {to:+.2} rad ({})", i.label);
+        match plots::lines(&title, "ms after the step", "angle (rad)", &lines) {
+            Ok(svg) => b.fig(
+                &format!("gimbal-{}-{name}-step", i.label),
+                svg,
+                &format!(
+                    "Step response of the {name} axis: the real run against the reference (same plant, \
+                     exchange and controllers with ideal timing, same seed). Gaps are missed samples."
+                ),
+            ),
+            Err(e) => b.p(&format!("{name} step response: cannot draw the plot: {e:#}")),
+        }
+    }
+    let error = |a: usize| Line {
+        label: format!("{} (real − reference)", AXES[a]),
+        points: sr
+            .t_ms
+            .iter()
+            .enumerate()
+            .map(|(j, t)| {
+                let e = sr
+                    .real_rad
+                    .get(j)
+                    .and_then(|p| p[a])
+                    .zip(sr.reference_rad.get(j))
+                    .map(|(r, x)| (r - x[a]) * 1e3);
+                (*t, e)
+            })
+            .collect(),
+    };
+    match plots::lines(
+        &format!("Tracking error against the reference ({})", i.label),
+        "time (ms)",
+        "error (mrad)",
+        &[error(0), error(1)],
+    ) {
+        Ok(svg) => b.fig(
+            &format!("gimbal-{}-error", i.label),
+            svg,
+            "Angle error against the ideal-timing reference over the run, per axis (the \
+             series is dense for 300 ms after each step, sparse elsewhere).",
+        ),
+        Err(e) => b.p(&format!("tracking error: cannot draw the plot: {e:#}")),
+    }
+}
+
+/// The response-time analysis of the controller app, from its measured execution times.
+fn rta(b: &mut Builder, d: &GimbalData) {
+    let Some(verdict) = d.rta.get("verdict").and_then(|v| v.as_str()) else {
+        return;
+    };
+    b.h3("Response-time analysis");
+    let notes: Vec<&str> = d.rta["notes"]
+        .as_array()
+        .map(|n| n.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    b.p(&format!(
+        "Verdict: {verdict}. Worst-case response times from the measured execution times \
+         (preempt_stats::rta: fixed priorities, PCP blocking).{}",
+        if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" Notes: {}", notes.join("; "))
+        }
+    ));
+    if let Some(e) = d.rta["report"].get("error").and_then(|e| e.as_str()) {
+        b.p(&format!("No analysis: {e}"));
+        return;
+    }
+    let Some(tasks) = d.rta["report"]["tasks"].as_array() else {
+        return;
+    };
+    let rows: Vec<Vec<Cell>> = tasks
+        .iter()
+        .map(|t| {
+            let n = |k: &str| t[k].as_u64().unwrap_or(0);
+            vec![
+                td(t["name"].as_str().unwrap_or("?")),
+                num(n("core").to_string()),
+                num(n("priority").to_string()),
+                us(n("wcet_ns")),
+                us(n("blocking_ns")),
+                us(n("interference_ns")),
+                us(n("response_ns")),
+                us(n("deadline_ns")),
+                td(if t["schedulable"].as_bool().unwrap_or(false) {
+                    "yes"
+                } else {
+                    "NO"
+                }),
+            ]
+        })
+        .collect();
+    b.raw(&table(
+        &[
+            "task",
+            "core",
+            "priority",
+            "WCET µs",
+            "blocking µs",
+            "interference µs",
+            "response µs",
+            "deadline µs",
+            "schedulable",
+        ],
+        &rows,
+    ));
 }

@@ -526,6 +526,76 @@ pub fn time_series(title: &str, series: &[TimeSeries]) -> Result<String> {
     })
 }
 
+/// A named line on linear axes: `(x, y)` points in x order; a `None` y breaks the line
+/// (a missed sample is a gap, not an interpolation).
+#[derive(Debug, Clone)]
+pub struct Line {
+    /// Legend.
+    pub label: String,
+    /// Points.
+    pub points: Vec<(f64, Option<f64>)>,
+}
+
+/// Lines on linear axes: the gimbal's step responses (real against reference, as the
+/// thesis's figure 7.6 compares measured and simulated responses) and its tracking error.
+pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line]) -> Result<String> {
+    svg_chart(|root| {
+        let pts = || series.iter().flat_map(|s| s.points.iter());
+        let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+        let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
+        for &(x, y) in pts() {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            if let Some(y) = y.filter(|y| y.is_finite()) {
+                y0 = y0.min(y);
+                y1 = y1.max(y);
+            }
+        }
+        if !(x0 < x1 && y0 <= y1) {
+            return no_data(root, title);
+        }
+        let pad = if y1 > y0 { (y1 - y0) * 0.08 } else { 1e-3 };
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .margin_right(36)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+        for (i, s) in series.iter().enumerate() {
+            let style = ShapeStyle::from(color(i)).stroke_width(2);
+            let mut labelled = false;
+            // One path per run of points without a gap.
+            for run in s.points.split(|p| p.1.is_none_or(|y| !y.is_finite())) {
+                if run.is_empty() {
+                    continue;
+                }
+                let path = run.iter().filter_map(|&(x, y)| y.map(|y| (x, y)));
+                let drawn = chart
+                    .draw_series(LineSeries::new(path, style))
+                    .map_err(err)?;
+                if !labelled {
+                    labelled = true;
+                    drawn
+                        .label(s.label.clone())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
+                }
+            }
+        }
+        legend(&mut chart)
+    })
+}
+
 /// One group of bars: a legend and one value per category (`None`: no bar).
 #[derive(Debug, Clone)]
 pub struct BarSeries {

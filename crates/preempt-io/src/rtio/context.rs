@@ -862,6 +862,61 @@ impl Rtio {
     /// # Errors
     /// Backend errors (e.g. `EEXIST` when an io_uring context is driven from a second thread).
     pub fn submit(&mut self, wait_for: usize) -> io::Result<()> {
+        self.hand_off()?;
+        let want = wait_for.min(self.core.cq_cap);
+        loop {
+            let wait = self.core.cq.len() < want;
+            self.engine.poll(&mut self.core, wait)?;
+            self.core.drain_signals()?;
+            self.run_ready();
+            if self.core.cq.len() >= want {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Cross-device coalescing: hands queued entries to the executor, then waits until at
+    /// least `wait_for` completions are in the pool **with one sleep for all of them**, or
+    /// until `timeout_ns` has passed. Returns whether `wait_for` were reached.
+    ///
+    /// On io_uring this is one `io_uring_enter(GETEVENTS, min_complete = n)` with a timeout
+    /// (`IORING_ENTER_EXT_ARG`), `n` the completions still missing; with
+    /// [`TaskRun::Defer`](super::TaskRun::Defer) the kernel wakes the caller for *unlinked*
+    /// poll-armed requests (e.g. one interrupt read per device) only once enough are ready
+    /// (lazy wake), so requests on several devices are reaped by one wake-up instead of one
+    /// each. It fits where the completions can wait for each other: devices sampled together,
+    /// or low-rate streams whose deadline is longer than the spread of their interrupts (the
+    /// timeout bounds the added latency). It does not fit linked chains (their task work
+    /// always wakes the owner) nor completions that only the executor posts (callbacks, soft
+    /// devices): the kernel counts *its* completions, one per unlinked request. The epoll
+    /// backend cannot wait for several descriptors: it wakes on each and loops until the
+    /// deadline, like repeated [`submit`](Self::submit)s.
+    ///
+    /// # Errors
+    /// Backend errors, as [`submit`](Self::submit).
+    pub fn submit_coalesced(&mut self, wait_for: usize, timeout_ns: u64) -> io::Result<bool> {
+        self.hand_off()?;
+        let want = wait_for.min(self.core.cq_cap);
+        let deadline = crate::sys::clock::monotonic_now_ns().saturating_add(timeout_ns);
+        loop {
+            let missing = want.saturating_sub(self.core.cq.len());
+            let now = crate::sys::clock::monotonic_now_ns();
+            if missing == 0 || now >= deadline {
+                // Submit what the executor queued and take what is already there.
+                self.engine.poll(&mut self.core, false)?;
+                self.core.drain_signals()?;
+                self.run_ready();
+                return Ok(self.core.cq.len() >= want);
+            }
+            self.engine
+                .poll_many(&mut self.core, missing, deadline - now)?;
+            self.core.drain_signals()?;
+            self.run_ready();
+        }
+    }
+
+    /// Moves the queued entries to the executor (linking chains) and starts what is ready.
+    fn hand_off(&mut self) -> io::Result<()> {
         if self.setup_open {
             self.engine.enable(&mut self.core)?;
             self.setup_open = false;
@@ -881,16 +936,7 @@ impl Rtio {
             prev = if links { idx } else { NONE };
         }
         self.run_ready();
-        let want = wait_for.min(self.core.cq_cap);
-        loop {
-            let wait = self.core.cq.len() < want;
-            self.engine.poll(&mut self.core, wait)?;
-            self.core.drain_signals()?;
-            self.run_ready();
-            if self.core.cq.len() >= want {
-                return Ok(());
-            }
-        }
+        Ok(())
     }
 
     /// Lets the executor make progress without sleeping, and only if there is something to

@@ -290,10 +290,19 @@ impl EpollEngine {
     }
 
     pub(crate) fn poll(&mut self, core: &mut Core, wait: bool) -> io::Result<()> {
+        self.poll_for(core, if wait { None } else { Some(0) })
+    }
+
+    /// Waits at most `timeout_ns` (rounded up to whole ms, epoll's unit) for readiness and
+    /// serves it. epoll returns on the first ready descriptor: it cannot wait for several.
+    pub(crate) fn poll_timeout(&mut self, core: &mut Core, timeout_ns: u64) -> io::Result<()> {
+        let ms = u32::try_from(timeout_ns.div_ceil(1_000_000)).unwrap_or(u32::MAX);
+        self.poll_for(core, Some(ms))
+    }
+
+    fn poll_for(&mut self, core: &mut Core, timeout_ms: Option<u32>) -> io::Result<()> {
         let mut events = [Event::default(); 32];
-        let n = self
-            .ep
-            .wait(&mut events, if wait { None } else { Some(0) })?;
+        let n = self.ep.wait(&mut events, timeout_ms)?;
         for ev in &events[..n] {
             match ev.token {
                 TOKEN_WAKE => core.wake_seen = true,

@@ -154,6 +154,20 @@ impl Engine {
         }
     }
 
+    /// Waits until the kernel posted `want` completions or `timeout_ns` passed (one wake-up
+    /// for several devices on io_uring; see `Rtio::submit_coalesced`).
+    pub(crate) fn poll_many(
+        &mut self,
+        core: &mut Core,
+        want: usize,
+        timeout_ns: u64,
+    ) -> io::Result<()> {
+        match self {
+            Engine::Uring(e) => e.poll_many(core, want, timeout_ns),
+            Engine::Epoll(e) => e.poll_timeout(core, timeout_ns),
+        }
+    }
+
     /// Whether a non-waiting poll would find work (see `Rtio::run_pending`).
     pub(crate) fn work_pending(&mut self) -> bool {
         match self {

@@ -680,6 +680,42 @@ impl UringEngine {
                     || e.raw_os_error() == Some(libc::EBUSY) => {}
             Err(e) => return Err(e),
         }
+        self.reap(core);
+        Ok(())
+    }
+
+    /// Submits what is queued and sleeps in ONE `io_uring_enter(GETEVENTS, min_complete =
+    /// want)` until the kernel has posted `want` completions or `timeout_ns` passed
+    /// (`IORING_ENTER_EXT_ARG`), then takes what was posted. With `DEFER_TASKRUN` the kernel
+    /// wakes this thread for unlinked poll-armed requests only once enough task work is queued
+    /// for `want` completions (lazy wake: `io_req_local_work_add` compares its count with
+    /// `cq_wait_nr`), so completions of several devices cost one wake-up. A linked request's
+    /// task work always wakes it.
+    pub(crate) fn poll_many(
+        &mut self,
+        core: &mut Core,
+        want: usize,
+        timeout_ns: u64,
+    ) -> io::Result<()> {
+        let ts = Timespec::new()
+            .sec(timeout_ns / 1_000_000_000)
+            .nsec(u32::try_from(timeout_ns % 1_000_000_000).unwrap_or(0));
+        let args = io_uring::types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(want, &args) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EBUSY | libc::ETIME)
+                ) => {}
+            Err(e) => return Err(e),
+        }
+        self.reap(core);
+        Ok(())
+    }
+
+    /// Takes every completion the kernel has posted.
+    fn reap(&mut self, core: &mut Core) {
         loop {
             let mut batch = [(0_u64, 0_i32, 0_u32); 32];
             let mut n = 0;
@@ -688,7 +724,7 @@ impl UringEngine {
                 n += 1;
             }
             if n == 0 {
-                return Ok(());
+                return;
             }
             for &(u, res, flags) in &batch[..n] {
                 self.complete(core, u, res, flags);
