@@ -22,6 +22,7 @@ pub mod html;
 pub mod plots;
 mod rtio;
 pub mod sample;
+mod uav;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -355,6 +356,11 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
     for (i, r) in &results {
         if let RunResult::DemoGimbal(d) = &r.result {
             gimbal::section(&mut b, i, d);
+        }
+    }
+    for (i, r) in &results {
+        if let RunResult::DemoUav(d) = &r.result {
+            uav::section(&mut b, i, d)?;
         }
     }
     for (i, f, m) in &micros {

@@ -29,6 +29,7 @@ pub mod gimbal;
 pub mod input;
 pub mod micro;
 pub mod rtio;
+pub mod uav;
 
 use serde::{Deserialize, Serialize};
 
@@ -113,6 +114,9 @@ pub enum RunResult {
     /// `preempt demo gimbal` (kind `demo_gimbal`; the fields are documented on
     /// `preempt_gimbal::result::GimbalData`).
     DemoGimbal(Box<preempt_gimbal::result::GimbalData>),
+    /// `preempt demo uav` (kind `demo_uav`; the fields are documented on
+    /// `preempt_uav::demo::UavData` and `preempt_uav::result::FlightCell`).
+    DemoUav(Box<preempt_uav::demo::UavData>),
 }
 
 impl RunResult {
@@ -126,6 +130,7 @@ impl RunResult {
             Self::RtioBench(_) => "rtio_bench",
             Self::Micro(_) => "micro",
             Self::DemoGimbal(_) => "demo_gimbal",
+            Self::DemoUav(_) => "demo_uav",
         }
     }
 }
