@@ -621,6 +621,10 @@ pub struct RunArgs {
     /// Never draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Do not explain the latency runs' outliers from the kernel trace (by default they are,
+    /// as `preempt latency --explain` does, wherever tracefs can be used: root).
+    #[arg(long)]
+    pub no_explain: bool,
     /// Results history.
     #[command(flatten)]
     pub history: HistoryArgs,

@@ -516,6 +516,9 @@ pub fn verdict(inputs: &[Input]) -> Verdict {
         if !l.ledger.is_clean() {
             meh = true;
         }
+        if let Some(why) = explain::verdict_part(l) {
+            verdict.push(why);
+        }
     }
     for (_, r) in &results {
         if let RunResult::Wakeup(w) = &r.result {
@@ -765,6 +768,8 @@ fn latency_section(
         b.raw(&warnings_table(&r.warnings));
         if let Some(x) = &l.explain {
             explain::section(b, i, l, x)?;
+        } else if let Some(why) = &l.explain_skipped {
+            b.p(&format!("Outliers not explained: {why}."));
         }
         if l.threads.len() > 1 {
             let series: Vec<HistSeries> = l

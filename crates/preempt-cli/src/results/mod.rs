@@ -512,6 +512,10 @@ pub struct LatencyResult {
     /// `--explain`: the outliers' causes from the kernel trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<ExplainResult>,
+    /// Why the outliers were not explained where `preempt run` would have explained them
+    /// (tracefs unusable, with the fix; or `--no-explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain_skipped: Option<String>,
 }
 
 /// `--explain`: why the outliers were late.
@@ -527,6 +531,10 @@ pub struct ExplainResult {
     pub explained: u64,
     /// Outliers not explained (beyond the per-thread cap, or no longer in the trace history).
     pub unexplained: u64,
+    /// Why the first outlier that could not be explained was not (null when all were, or
+    /// the only ones left out were beyond the per-thread cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unexplained_why: Option<String>,
 }
 
 /// One thread's explained outliers.
