@@ -18,10 +18,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_preempt");
 
 #[test]
 fn explain_names_a_higher_priority_hog_and_writes_a_perfetto_trace() {
-    if !preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
-        .unwrap_or(false)
-    {
-        support::skip_unprivileged("needs root for SCHED_FIFO and tracefs");
+    if !support::has_capability(
+        preempt_io::sys::caps::Capability::SysNice,
+        "needs root for SCHED_FIFO and tracefs",
+    ) {
         return;
     }
     let cpu = *preempt_io::sys::cpu::online_cpus().unwrap().last().unwrap();
@@ -86,12 +86,7 @@ fn explain_names_a_higher_priority_hog_and_writes_a_perfetto_trace() {
         .collect();
     assert!(by_hog.len() >= 3, "each stall is named: {explained:#?}");
     for e in &by_hog {
-        let sum: u64 = e["causes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["ns"].as_u64().unwrap())
-            .sum();
+        let sum = support::causes_ns(e);
         assert_eq!(sum, e["latency_ns"].as_u64().unwrap(), "causes add up: {e}");
         assert!(
             e["causes"][0]["ns"].as_u64().unwrap() * 2 > sum,

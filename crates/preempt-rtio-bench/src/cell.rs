@@ -35,6 +35,10 @@ pub enum Design {
     RtioBased,
     /// One RTIO context, one thread, each chain re-armed after its read was processed.
     RtioSerial,
+    /// One RTIO context, one thread, cross-device coalescing: every device's interrupt read
+    /// unlinked, all reaped with one wait (bounded by one period of the slowest device), then
+    /// the transfers (`sensor::processing_loop_coalesced`).
+    RtioCoalesced,
 }
 
 impl Design {
@@ -45,6 +49,7 @@ impl Design {
             Design::Pipelined => "pipelined",
             Design::RtioBased => "rtio",
             Design::RtioSerial => "rtio-serial",
+            Design::RtioCoalesced => "rtio-coalesced",
         }
     }
 }
@@ -81,6 +86,9 @@ pub struct CellSpec {
     pub rtio_spi: SpiMode,
     /// Thread designs on the `spi` bus: queued or sequential transfers.
     pub thread_spi: SpiMode,
+    /// Only the extra accelerometers are read; the IMU's interrupts are off and its figures
+    /// (latency, jitter, "IMU" samples) are those of the first extra accelerometer.
+    pub extras_only: bool,
 }
 
 /// Results of one cell (units in field names).
@@ -163,7 +171,8 @@ pub fn extra_label(extra: &[u32]) -> String {
 /// Per-device bookkeeping of a consumer; preallocated, so recording never allocates.
 #[derive(Debug)]
 pub struct DevState {
-    device: usize,
+    /// Whether latencies and periods are recorded (the first device read).
+    record: bool,
     expected: Option<u16>,
     /// Samples missing from the sequence.
     pub gaps: u64,
@@ -182,11 +191,12 @@ pub struct DevState {
 }
 
 impl DevState {
-    /// State for `device` at `odr_hz`, with room for `capacity` recorded samples.
+    /// State for `device` at `odr_hz`, with room for `capacity` recorded samples (device 0
+    /// records latencies and periods; see [`DevState::recording`]).
     pub fn new(device: usize, odr_hz: u32, work_us: u32, capacity: usize) -> DevState {
         let cap = if device == 0 { capacity } else { 0 };
         DevState {
-            device,
+            record: device == 0,
             expected: None,
             gaps: 0,
             processed: 0,
@@ -198,6 +208,15 @@ impl DevState {
             out: [Q31Sample::default(); 8],
             checksum: 0,
         }
+    }
+
+    /// This device records latencies and periods (room for `capacity`): the first device
+    /// read when the IMU is not.
+    pub fn recording(mut self, capacity: usize) -> DevState {
+        self.record = true;
+        self.latencies = Vec::with_capacity(capacity);
+        self.periods = Vec::with_capacity(capacity);
+        self
     }
 
     /// Processes the whole frames of one FIFO read: sequence check, decode to q31, the
@@ -235,7 +254,7 @@ impl DevState {
         }
         let now = clock::now_ns(ClockId::Monotonic);
         self.processed += 1;
-        if self.device == 0 {
+        if self.record {
             let lat = now.saturating_sub(simimu::extend_timestamp(f.ts_low, now));
             if self.latencies.len() < self.latencies.capacity() {
                 self.latencies.push(lat);
@@ -564,6 +583,7 @@ fn rtio_consumer(
     mut states: Vec<DevState>,
     stop: Arc<AtomicBool>,
     spec: CellSpec,
+    max_wait_ns: u64,
 ) -> io::Result<(Vec<DevState>, bool, String)> {
     let fifo_ok = setup_consumer_thread(spec.consumer_cpu, spec.priority);
     let cfg = RtioConfig {
@@ -616,6 +636,9 @@ fn rtio_consumer(
     };
     if spec.design == Design::RtioSerial {
         sensor::processing_loop(&mut rtio, &mut streams, on_event)?;
+    } else if spec.design == Design::RtioCoalesced {
+        // A device waits for the others at most one period of the slowest device read.
+        sensor::processing_loop_coalesced(&mut rtio, &mut streams, max_wait_ns, on_event)?;
     } else {
         sensor::processing_loop_overlapped(&mut rtio, &mut streams, on_event)?;
     }
@@ -666,6 +689,14 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
             simimu::CONFIG_INT_DATA_RDY | 1,
         );
     }
+    // The first device read: the IMU, or with `extras_only` the first extra accelerometer
+    // (the IMU then raises no interrupt and nobody reads it).
+    let first = usize::from(spec.extras_only);
+    if spec.extras_only {
+        sim.devices[0]
+            .map
+            .store_u32(usize::try_from(simimu::REG_CONFIG).unwrap_or(0), 0);
+    }
     let cap = usize::try_from(u64::from(spec.odr_hz) * (spec.duration_ns / 1_000_000_000 + 2))
         .unwrap_or(1 << 20);
     let stop = Arc::new(AtomicBool::new(false));
@@ -676,6 +707,21 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
             spec.extra_hz[i - 1]
         }
     };
+    let read = first..sim.devices.len();
+    let new_states = || -> Vec<DevState> {
+        read.clone()
+            .map(|i| {
+                let st = DevState::new(i, rate(i), spec.work_us, cap);
+                if i == first && first > 0 {
+                    st.recording(cap)
+                } else {
+                    st
+                }
+            })
+            .collect()
+    };
+    // What a coalesced wait may add: one period of the slowest device read.
+    let max_wait_ns = 1_000_000_000 / u64::from(read.clone().map(rate).min().unwrap_or(1).max(1));
     let drops0: Vec<u64> = sim
         .devices
         .iter()
@@ -705,9 +751,7 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
     }
     let running = match spec.design {
         Design::ThreadBased | Design::Pipelined => {
-            let states: Vec<DevState> = (0..sim.devices.len())
-                .map(|i| DevState::new(i, rate(i), spec.work_us, cap))
-                .collect();
+            let states = new_states();
             let serial = spec.design == Design::ThreadBased;
             // Serial: each reader owns its device's state; pipelined: the processor owns all.
             let (own, shared) = if serial {
@@ -717,9 +761,10 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
             };
             let mut own = own.into_iter();
             let (cpu, prio) = (spec.consumer_cpu, spec.priority);
-            let pipe = Arc::new(Pipe::new(if serial { 0 } else { sim.devices.len() }));
+            let pipe = Arc::new(Pipe::new(if serial { 0 } else { read.len() }));
             let mut hs = Vec::new();
-            for (i, d) in sim.devices.iter().enumerate() {
+            // `i` indexes the states (the devices read), `d` the simulator's devices.
+            for (i, d) in sim.devices[first..].iter().enumerate() {
                 let int = d.int.try_clone()?;
                 let bus = match spec.bus {
                     Bus::Memfd => ReaderBus::Memfd(preempt_io::sys::memfd::MemFd::from_owned(
@@ -754,24 +799,21 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
             };
             Running::Threads(hs, processor)
         }
-        Design::RtioBased | Design::RtioSerial => {
-            let fds = sim
-                .devices
+        Design::RtioBased | Design::RtioSerial | Design::RtioCoalesced => {
+            let fds = sim.devices[first..]
                 .iter()
                 .map(|d| match spec.bus {
                     Bus::Memfd => d.dup_fds(),
                     Bus::Spi => d.dup_spi_fds(),
                 })
                 .collect::<io::Result<Vec<_>>>()?;
-            let states = (0..sim.devices.len())
-                .map(|i| DevState::new(i, rate(i), spec.work_us, cap))
-                .collect();
+            let states = new_states();
             let stop2 = Arc::clone(&stop);
             let s = spec.clone();
             Running::Rtio(
                 std::thread::Builder::new()
                     .name("imu-rtio".into())
-                    .spawn(move || rtio_consumer(fds, states, stop2, s))?,
+                    .spawn(move || rtio_consumer(fds, states, stop2, s, max_wait_ns))?,
             )
         }
     };
@@ -828,7 +870,7 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
     let mut lat = states[0].latencies.clone();
     lat.sort_unstable();
     let periods = &states[0].periods;
-    let nominal = 1e9 / f64::from(spec.odr_hz);
+    let nominal = 1e9 / f64::from(rate(first));
     let (pp, sigma) = if periods.len() > 1 {
         let mn = periods.iter().min().copied().unwrap_or(0);
         let mx = periods.iter().max().copied().unwrap_or(0);
@@ -844,7 +886,11 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
     let busy = (tot1 - tot0).saturating_sub(idle1 - idle0);
     Ok(CellResult {
         odr_hz: spec.odr_hz,
-        extra_streams: extra_label(&spec.extra_hz),
+        extra_streams: if spec.extras_only {
+            format!("{} only", extra_label(&spec.extra_hz))
+        } else {
+            extra_label(&spec.extra_hz)
+        },
         design: spec.design.label().into(),
         bus: match (spec.bus, spec.transaction) {
             (Bus::Spi, true) => "spi-txn".into(),
@@ -869,7 +915,12 @@ pub fn run_cell(sim_exe: &Path, spec: &CellSpec) -> io::Result<CellResult> {
         jitter_pp_ns: pp,
         jitter_sigma_ns: sigma,
         missed_events: states.iter().map(|s| s.gaps).sum(),
-        fifo_full_drops: drops1.iter().zip(&drops0).map(|(a, b)| a - b).sum(),
+        fifo_full_drops: drops1
+            .iter()
+            .zip(&drops0)
+            .skip(first)
+            .map(|(a, b)| a - b)
+            .sum(),
         sim_overruns: over1 - over0,
         context_switches_per_sample: (cs1 - cs0) as f64 / samples.max(1) as f64,
         consumer_sched_fifo: fifo_ok,

@@ -21,7 +21,10 @@ three responses: --thread-spi). pipelined: per device a blocking reader thread p
 processing thread one priority below. rtio: one thread, one io_uring context (DEFER_TASKRUN, \
 registered files, RECV+POLL_FIRST, no completion eventfd), one linked chain per device and \
 interrupt, the next chain armed before the frames are processed and task work reaped between \
-frames (IORING_SQ_TASKRUN); rtio-serial: the same, re-armed after processing. The memfd register \
+frames (IORING_SQ_TASKRUN); rtio-serial: the same, re-armed after processing; rtio-coalesced: \
+every device's interrupt read unlinked and all reaped with one wait (at most one period of the \
+slowest device), then the transfers: cross-device coalescing, which fits devices of similar rates \
+(--streams extras reads only the extra accelerometers). The memfd register \
 file is opened O_NONBLOCK for RTIO, so its reads run inline in the kernel chain. Each cell's \
 JSON records the RTIO backend's features. \
 Exit codes: 0 ok, 1 runtime error, 2 bad flags.";
@@ -136,7 +139,13 @@ pub struct Args {
     /// 1@400Hz, 2@400Hz (the "Hz" may be left out). Default: all five (the talk's rows).
     #[arg(long, value_delimiter = ',')]
     pub extra: Vec<String>,
-    /// Designs to run, comma-separated: thread, pipelined, rtio, rtio-serial. Default:
+    /// Which devices the consumer reads: `all` (the IMU and the extra accelerometers, the
+    /// talk's table) or `extras` (only the extra accelerometers; the IMU's interrupts are
+    /// off): the case where cross-device coalescing fits (`--design rtio-coalesced`).
+    #[arg(long, value_enum, default_value_t = StreamsArg::All)]
+    pub streams: StreamsArg,
+    /// Designs to run, comma-separated: thread, pipelined, rtio, rtio-serial,
+    /// rtio-coalesced. Default:
     /// thread, rtio, the talk's two (e.g. `--design thread,pipelined,rtio` for the strongest
     /// thread baseline beside them, `--design rtio` to profile one design alone).
     #[arg(long, value_enum, value_delimiter = ',')]
@@ -153,6 +162,15 @@ pub struct Args {
     /// (command, response) transfer at a time (one bus wake-up per transfer).
     #[arg(long, value_enum, default_value_t = SpiModeArg::Queued)]
     pub thread_spi: SpiModeArg,
+}
+
+/// The devices the consumer reads (`--streams`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamsArg {
+    /// The IMU and every extra accelerometer.
+    All,
+    /// Only the extra accelerometers.
+    Extras,
 }
 
 /// Use of the SPI bus (`--rtio-spi`, `--thread-spi`).
@@ -176,6 +194,10 @@ pub enum DesignArg {
     /// One thread driving an RTIO context, each chain re-armed after processing.
     #[value(name = "rtio-serial")]
     RtioSerial,
+    /// One thread driving an RTIO context; every device's interrupt read unlinked, all reaped
+    /// with one wait (cross-device coalescing), then the transfers.
+    #[value(name = "rtio-coalesced")]
+    RtioCoalesced,
 }
 
 /// Validated configuration.
@@ -213,6 +235,8 @@ pub struct Config {
     pub rtio_spi: SpiMode,
     /// Thread designs' use of the SPI bus.
     pub thread_spi: SpiMode,
+    /// Only the extra accelerometers are read (`--streams extras`).
+    pub extras_only: bool,
 }
 
 /// The talk's extra-stream rows.
@@ -317,6 +341,7 @@ impl Config {
                 DesignArg::Pipelined => Design::Pipelined,
                 DesignArg::Rtio => Design::RtioBased,
                 DesignArg::RtioSerial => Design::RtioSerial,
+                DesignArg::RtioCoalesced => Design::RtioCoalesced,
             };
             if !designs.contains(&d) {
                 designs.push(d);
@@ -326,7 +351,16 @@ impl Config {
             SpiModeArg::Queued => SpiMode::Queued,
             SpiModeArg::Sequential => SpiMode::Sequential,
         };
+        let extras_only = a.streams == StreamsArg::Extras;
+        if extras_only && extra_rows.iter().any(Vec::is_empty) {
+            return Err(
+                "--streams extras reads only the extra accelerometers: give --extra rows \
+                 with at least one (e.g. --extra 2@400Hz)"
+                    .into(),
+            );
+        }
         Ok(Config {
+            extras_only,
             rtio_spi: mode(a.rtio_spi),
             thread_spi: mode(a.thread_spi),
             extra_rows,

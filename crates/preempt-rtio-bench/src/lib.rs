@@ -118,6 +118,7 @@ fn spec(
         bus_ns_per_byte: cfg.bus_ns_per_byte,
         rtio_spi: cfg.rtio_spi,
         thread_spi: cfg.thread_spi,
+        extras_only: cfg.extras_only,
     }
 }
 

@@ -99,6 +99,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use preempt_io::fd::Poller;
 use preempt_io::sys::epoll::Event as EpollEvent;
 use preempt_io::sys::eventfd::EventFd;
+use preempt_io::sys::sched;
 use preempt_io::sys::thread as sys_thread;
 use preempt_stats::task_stats::{Coalesced, Completion};
 use preempt_sync::futex::{self, Wait};
@@ -400,9 +401,12 @@ pub struct Executor<M: Message, const N: usize> {
     window: Window,
     /// Set by the thread that runs the loop, so that only one ever does.
     claimed: AtomicBool,
+    /// The loop thread's id and, when its affinity is one CPU, that CPU: read at start so
+    /// that noting a deadline miss for `explain` makes no system call (executor thread only).
+    ident: Cell<(i32, Option<usize>)>,
 }
 
-// SAFETY: `ready`, `delays`, `fds`, `last_task` and the `Cell`s of `faults` are only touched
+// SAFETY: `ready`, `delays`, `fds`, `last_task`, `ident` and the `Cell`s of `faults` are only touched
 // by the one thread that runs the loop (`claimed` admits one; in the simulator that thread
 // drives every level) and that `on_own_thread` recognises; `fds` is written once before
 // that thread starts. The queues are thread-safe, the doorbell is atomic plus an eventfd
@@ -445,6 +449,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
             job_start_ns: Cell::new(0),
             window: Window::new(),
             claimed: AtomicBool::new(false),
+            ident: Cell::new((0, None)),
         }
     }
 
@@ -738,7 +743,8 @@ impl<M: Message, const N: usize> Executor<M, N> {
         }
         let missed = deadline.is_some_and(|d| end_ns > d);
         if missed && crate::explain::active() {
-            crate::explain::note_miss(tc.name, release_ns, start_ns);
+            let (tid, cpu) = self.ident.get();
+            crate::explain::note_miss(tc.name, release_ns, start_ns, tid, cpu);
         }
         if traced {
             sim::trace(TraceEvent::End {
@@ -1217,6 +1223,15 @@ impl<M: Message, const N: usize> Executor<M, N> {
         );
         for &i in self.periodic {
             self.tasks[i].local.next_ns.set(epoch_ns);
+        }
+        if crate::explain::active() {
+            // Once per run, off the job path: the affinity read is a system call.
+            let pinned = match sched::current_thread_affinity() {
+                Ok(cpus) if cpus.len() == 1 => Some(cpus[0]),
+                _ => None,
+            };
+            let tid = i32::try_from(futex::current_tid()).unwrap_or(0);
+            self.ident.set((tid, pinned));
         }
     }
 

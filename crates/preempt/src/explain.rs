@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use preempt_io::sys::{cpu, sched};
+use preempt_io::sys::cpu;
 use preempt_trace::{Explanation, Options, Session, TopCause, Window};
 use serde::Serialize;
 
@@ -56,15 +56,24 @@ pub(crate) fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Notes a deadline miss of `task` (called by the executor that ran the job).
+/// Notes a deadline miss of `task` (called by the executor that ran the job, on its thread
+/// `tid`; `cpu` is the executor's CPU when its affinity is one CPU). No system call: the
+/// executor read `tid` and its affinity at start, and an unpinned executor's CPU comes from
+/// `sched_getcpu`, which glibc answers from the rseq area or the vDSO.
 #[cold]
-pub(crate) fn note_miss(task: &'static str, release_ns: u64, start_ns: u64) {
+pub(crate) fn note_miss(
+    task: &'static str,
+    release_ns: u64,
+    start_ns: u64,
+    tid: i32,
+    cpu: Option<usize>,
+) {
     let miss = Miss {
         task,
         release_ns,
         start_ns,
-        tid: sched::current_tid(),
-        cpu: cpu::current_cpu().unwrap_or(usize::MAX),
+        tid,
+        cpu: cpu.unwrap_or_else(|| cpu::current_cpu().unwrap_or(usize::MAX)),
     };
     match LOG.try_lock() {
         Ok(mut log) if log.len() < log.capacity() => log.push(miss),

@@ -220,6 +220,7 @@ fn to_latency_result(
         },
         break_event: None,
         explain: None,
+        explain_skipped: None,
     }
 }
 

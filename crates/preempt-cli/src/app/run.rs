@@ -134,6 +134,7 @@ fn latency_args(
     stress: Vec<StressKind>,
     tool: StressTool,
     trace: PathBuf,
+    explain: bool,
 ) -> LatencyArgs {
     LatencyArgs {
         policy,
@@ -150,7 +151,8 @@ fn latency_args(
         timer_slack_ns: 1,
         trace_samples: Some(trace),
         break_at: None,
-        explain: None,
+        // Bare `--explain`: the samples above each thread's p99.9.
+        explain: explain.then_some(0),
         trace_out: None,
         stress: StressArgs {
             stress,
@@ -225,18 +227,39 @@ fn latency_step(
     warns.extend(extra.iter().cloned());
     warns.extend(sysinfo::machine_warnings(&info, &cfg.cpus));
     bar.set(0.0, &format!("{what}: starting"));
+    // Outliers are explained by default where the kernel trace can be used; where it cannot,
+    // the run measures without and the result says why.
+    let (tracer, mut skipped) = match &cfg.explain {
+        None => (None, Some("--no-explain".to_string())),
+        Some(_) => match measure::explain::try_start(&cfg) {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(format!("kernel tracing unavailable: {e}"))),
+        },
+    };
     let _stress = StressGuard::start(&cfg.stress)?;
     let facts = EnvFacts {
         mlock: env.memory_locked(),
         dma_latency_us: env.dma_latency_us(),
     };
-    let outcome = measure::latency::run(
+    let mut outcome = measure::latency::run(
         &cfg,
         measure::work::calibrate(cfg.work_ns),
         facts,
         stop,
         &mut |_, f| bar.set(f, what),
     )?;
+    if let (Some(t), Some(ex)) = (&tracer, &cfg.explain) {
+        measure::explain::explain_run(t, ex, &mut outcome.result, &outcome.samples)?;
+    }
+    if let Some(Err(e)) = tracer.map(preempt_trace::Session::finish) {
+        // The explanations already made are kept; the fault is said, not hidden.
+        skipped = Some(format!("kernel tracing failed during the run: {e}"));
+        eprintln!(
+            "preempt: {what}: {}",
+            skipped.as_deref().unwrap_or_default()
+        );
+    }
+    outcome.result.explain_skipped = skipped;
     warns.extend(outcome.warnings.iter().cloned());
     let mut f = ResultFile::new(info, RunResult::Latency(Box::new(outcome.result)));
     f.started_unix_ms = started;
@@ -363,6 +386,7 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             stress,
             args.stress_tool,
             trace_path.clone(),
+            !args.no_explain,
         );
         step(&mut bar, 1 + n, what, &mut |bar| {
             let f = latency_step(&a, &online, &argv, &env, &stop, bar, what, &fallback)?;
@@ -517,6 +541,50 @@ fn record_all(args: &HistoryConfig, inputs: &[crate::results::input::Input]) {
             "preempt: recorded as runs #{} in {} (preempt history)",
             ids.join(", #"),
             path.display()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_runs_explain_unless_told_not_to() {
+        let p = Preset::of(&RunArgs {
+            quick: true,
+            long: false,
+            out: PathBuf::from("x"),
+            stress_tool: StressTool::Builtin,
+            priority: 80,
+            no_png: true,
+            no_progress: true,
+            no_explain: false,
+            history: HistoryArgs {
+                history_db: None,
+                no_history: true,
+            },
+        });
+        let a = |explain| {
+            latency_args(
+                PolicyArg::Fifo,
+                80,
+                &p,
+                Vec::new(),
+                StressTool::Builtin,
+                PathBuf::from("t.csv"),
+                explain,
+            )
+        };
+        let cfg = LatencyConfig::from_args(&a(true), &[0, 1]).unwrap();
+        let ex = cfg.explain.expect("explained by default");
+        assert_eq!(ex.threshold_ns, None, "each thread's p99.9");
+        assert!(ex.trace_out.is_none());
+        assert!(
+            LatencyConfig::from_args(&a(false), &[0, 1])
+                .unwrap()
+                .explain
+                .is_none()
         );
     }
 }

@@ -66,6 +66,9 @@ pub enum Command {
     /// Internal: the gimbal demo's plant process (started by `preempt demo gimbal`).
     #[command(name = "__gimbal-plant", hide = true)]
     GimbalPlant(GimbalPlantArgs),
+    /// Internal: the UAV demo's simulator process (started by `preempt demo uav`).
+    #[command(name = "__uav-sim", hide = true)]
+    UavSim(GimbalPlantArgs),
     /// Internal: the stress worker process started by `--stress` (dies with its parent).
     #[command(name = "__stress", hide = true)]
     StressWorker(StressWorkerArgs),
@@ -80,6 +83,41 @@ pub enum DemoCommand {
     /// it), and DIR/gimbal.json (kind demo_gimbal): error against the ideal-timing reference,
     /// misses, telemetry, controller CPU, plant lateness.
     Gimbal(GimbalArgs),
+    /// The UAV study's 250 Hz flight controller (position -> attitude -> allocator) as a
+    /// preempt app against a quadrotor simulated at 1 kHz in its own process: take off,
+    /// hover, a 1 m square, land. DIR/uav.json (kind demo_uav): release latency, missed
+    /// periods, compute time, and position/attitude error against the same mission flown
+    /// with ideal timing, crash or not; DIR/uav.mcap for Foxglove. `--matrix` flies the
+    /// study's 8 policies x idle/heavy stress, one flight per cell (DIR/<stress>-<policy>/).
+    Uav(UavArgs),
+}
+
+/// `preempt demo uav`.
+#[derive(Debug, Clone, Args)]
+pub struct UavArgs {
+    /// Flight length per flight (e.g. 10s); default: the whole mission (14 s).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Policy of the control thread: fifo:PRIO, rr:PRIO, other:NICE or deadline:RUNTIME_US
+    /// (period and deadline 4 ms).
+    #[arg(long, default_value = "fifo:99", allow_hyphen_values = true)]
+    pub policy: String,
+    /// Fly the study's matrix: SCHED_OTHER nice 0/-19, SCHED_RR 50/99, SCHED_FIFO 50/99,
+    /// SCHED_DEADLINE 400/800 us, each idle and under heavy stress (all built-in stressors).
+    #[arg(long, conflicts_with_all = ["policy", "stress"])]
+    pub matrix: bool,
+    /// Sensor noise seed (the reference flight uses the same).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// CPU of the simulator process (default: the last online CPU).
+    #[arg(long)]
+    pub sim_cpu: Option<usize>,
+    /// Output directory: uav.json, uav.mcap (a matrix: one subdirectory per cell too).
+    #[arg(long, default_value = "preempt-uav")]
+    pub out: PathBuf,
+    /// Load.
+    #[command(flatten)]
+    pub stress: StressArgs,
 }
 
 /// `preempt demo gimbal`.
@@ -583,6 +621,10 @@ pub struct RunArgs {
     /// Never draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Do not explain the latency runs' outliers from the kernel trace (by default they are,
+    /// as `preempt latency --explain` does, wherever tracefs can be used: root).
+    #[arg(long)]
+    pub no_explain: bool,
     /// Results history.
     #[command(flatten)]
     pub history: HistoryArgs,

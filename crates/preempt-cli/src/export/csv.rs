@@ -180,8 +180,12 @@ impl Exporter for CsvExporter {
                     w.write_record(&row)?;
                 }
             }
-            RunResult::DemoGimbal(d) => {
-                let (header, rows) = crate::results::gimbal::csv_table(d);
+            RunResult::DemoGimbal(_) | RunResult::DemoUav(_) => {
+                let (header, rows) = match &result.result {
+                    RunResult::DemoUav(d) => crate::results::uav::csv_table(d),
+                    RunResult::DemoGimbal(d) => crate::results::gimbal::csv_table(d),
+                    _ => unreachable!("the arm matches the two demo kinds only"),
+                };
                 w.write_record(&header)?;
                 for row in rows {
                     w.write_record(&row)?;

@@ -113,6 +113,7 @@ pub(crate) fn synthetic_latency() -> ResultFile {
         },
         break_event: None,
         explain: None,
+        explain_skipped: None,
     })))
 }
 

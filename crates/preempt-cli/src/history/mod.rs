@@ -116,6 +116,7 @@ fn result_headline(f: &ResultFile) -> String {
         }
         RunResult::RtioBench(r) => r.headline(),
         RunResult::DemoGimbal(d) => crate::results::gimbal::headline(d),
+        RunResult::DemoUav(d) => crate::results::uav::headline(d),
         RunResult::Micro(m) => {
             let ran = m.benches.iter().filter(|b| b.cycles.is_some()).count();
             let cs = m

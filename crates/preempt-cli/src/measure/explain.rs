@@ -26,18 +26,25 @@ const RETAIN_MARGIN_NS: u64 = 5_000_000_000;
 /// tracefs missing or not permitted: the message names the fix and that the measurement
 /// runs without `--explain`.
 pub fn start(cfg: &LatencyConfig) -> Result<preempt_trace::Session> {
-    let run_ns = cfg.releases.saturating_mul(cfg.interval_ns);
-    preempt_trace::Session::start(preempt_trace::Options {
-        cpus: Some(cfg.cpus.clone()),
-        retain_ns: run_ns.saturating_add(RETAIN_MARGIN_NS),
-        ..preempt_trace::Options::default()
-    })
-    .map_err(|e| {
+    try_start(cfg).map_err(|e| {
         if e.is_unavailable() {
             anyhow::anyhow!("--explain: {e}; or measure without --explain")
         } else {
             anyhow::Error::new(e).context("--explain: cannot start kernel tracing")
         }
+    })
+}
+
+/// Starts tracing the measured CPUs for the run `cfg` describes.
+///
+/// # Errors
+/// tracefs missing or not permitted ([`preempt_trace::Error::is_unavailable`]), or a fault.
+pub fn try_start(cfg: &LatencyConfig) -> Result<preempt_trace::Session, preempt_trace::Error> {
+    let run_ns = cfg.releases.saturating_mul(cfg.interval_ns);
+    preempt_trace::Session::start(preempt_trace::Options {
+        cpus: Some(cfg.cpus.clone()),
+        retain_ns: run_ns.saturating_add(RETAIN_MARGIN_NS),
+        ..preempt_trace::Options::default()
     })
 }
 
@@ -58,6 +65,7 @@ pub fn explain_run(
         top_causes: Vec::new(),
         explained: 0,
         unexplained: 0,
+        unexplained_why: None,
     };
     let mut all = Vec::new();
     let mut trace = ex
@@ -105,7 +113,10 @@ pub fn explain_run(
                     explanations.push(ExplainedSample::new(s.cycle, &e));
                     all.push(e);
                 }
-                Err(_) => out.unexplained += 1,
+                Err(e) => {
+                    out.unexplained += 1;
+                    out.unexplained_why.get_or_insert_with(|| e.to_string());
+                }
             }
         }
         out.unexplained += skipped as u64;
@@ -123,7 +134,10 @@ pub fn explain_run(
         "why the outliers were late (kernel trace; {} explained{}):",
         out.explained,
         if out.unexplained > 0 {
-            format!(", {} not", out.unexplained)
+            match &out.unexplained_why {
+                Some(why) => format!(", {} not: {why}", out.unexplained),
+                None => format!(", {} not", out.unexplained),
+            }
         } else {
             String::new()
         }

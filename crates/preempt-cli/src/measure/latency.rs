@@ -787,6 +787,7 @@ fn assemble(
         ledger,
         break_event,
         explain: None,
+        explain_skipped: None,
     }
 }
 

@@ -82,6 +82,28 @@ fn causes_table(top: &[&TopCause], explained_ns: u64, explained: u64) -> String 
     )
 }
 
+/// The verdict's clause on why a latency run's outliers were late: the largest cause over its
+/// explained outliers, or why they were not explained; `None` when explaining was not asked.
+pub(super) fn verdict_part(l: &LatencyResult) -> Option<String> {
+    let run = super::stress_label(l);
+    if let Some(x) = &l.explain {
+        let total: u64 = x.top_causes.iter().map(|t| t.total_ns).sum();
+        return Some(match x.top_causes.first() {
+            Some(t) => format!(
+                "outliers {run}: mostly {} {} ({:.0} % of the delay of the {} explained from the kernel trace)",
+                t.kind.name(),
+                t.name,
+                100.0 * t.total_ns as f64 / total.max(1) as f64,
+                x.explained
+            ),
+            None => format!("outliers {run}: none could be explained from the kernel trace"),
+        });
+    }
+    l.explain_skipped
+        .as_ref()
+        .map(|why| format!("outliers {run}: not explained ({why})"))
+}
+
 /// The section of one latency result's explanations.
 pub(super) fn section(
     b: &mut Builder,
@@ -98,8 +120,12 @@ pub(super) fn section(
         |t| format!("at or above {} µs", us(t)),
     );
     b.p(&format!(
-        "{} outliers ({threshold}) explained from the kernel trace, {} not explained (beyond the per-thread cap or no longer in the trace history). Each outlier's delay is split into causes that add up to it: irq, softirq, thread (another thread held the CPU), wakeup (waking to running), idle_exit (C-state exit), timer (hrtimer callbacks), invisible (nothing recorded explains it: host steal, SMI, interrupts off; the CPU's /proc/stat steal time around it is shown beside it). Method and limits: docs/MEASURING.md.",
-        x.explained, x.unexplained
+        "{} outliers ({threshold}) explained from the kernel trace, {} not explained ({}). Each outlier's delay is split into causes that add up to it: irq, softirq, thread (another thread held the CPU), wakeup (waking to running), idle_exit (C-state exit), timer (hrtimer callbacks), invisible (nothing recorded explains it: host steal, SMI, interrupts off; the CPU's /proc/stat steal time around it is shown beside it). Method and limits: docs/MEASURING.md.",
+        x.explained,
+        x.unexplained,
+        x.unexplained_why
+            .as_deref()
+            .unwrap_or("beyond the per-thread cap or no longer in the trace history")
     ));
     let mut all: Vec<(usize, &ExplainedSample)> = x
         .threads

@@ -22,6 +22,7 @@ pub mod html;
 pub mod plots;
 mod rtio;
 pub mod sample;
+mod uav;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -357,6 +358,11 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
             gimbal::section(&mut b, i, d);
         }
     }
+    for (i, r) in &results {
+        if let RunResult::DemoUav(d) = &r.result {
+            uav::section(&mut b, i, d)?;
+        }
+    }
     for (i, f, m) in &micros {
         micro_section(&mut b, i, f, m)?;
     }
@@ -509,6 +515,9 @@ pub fn verdict(inputs: &[Input]) -> Verdict {
         ));
         if !l.ledger.is_clean() {
             meh = true;
+        }
+        if let Some(why) = explain::verdict_part(l) {
+            verdict.push(why);
         }
     }
     for (_, r) in &results {
@@ -759,6 +768,8 @@ fn latency_section(
         b.raw(&warnings_table(&r.warnings));
         if let Some(x) = &l.explain {
             explain::section(b, i, l, x)?;
+        } else if let Some(why) = &l.explain_skipped {
+            b.p(&format!("Outliers not explained: {why}."));
         }
         if l.threads.len() > 1 {
             let series: Vec<HistSeries> = l

@@ -316,6 +316,12 @@ pub struct BoxStat {
 
 /// Box plots: one slot per category, one box per group inside it.
 pub fn boxplot(title: &str, boxes: &[BoxStat]) -> Result<String> {
+    boxplot_in(title, "latency (µs, log)", boxes)
+}
+
+/// [`boxplot`] with another y axis: the values are drawn divided by 1000 (ns as µs; µm as
+/// mm) on a log axis described by `y_desc`.
+pub fn boxplot_in(title: &str, y_desc: &str, boxes: &[BoxStat]) -> Result<String> {
     let mut cats: Vec<&str> = Vec::new();
     let mut groups: Vec<&str> = Vec::new();
     for b in boxes {
@@ -364,7 +370,7 @@ pub fn boxplot(title: &str, boxes: &[BoxStat]) -> Result<String> {
                 }
             })
             .x_label_style(("sans-serif", 13))
-            .y_desc("latency (µs, log)")
+            .y_desc(y_desc)
             .y_label_formatter(&us_label)
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
@@ -471,6 +477,17 @@ pub fn reduce_max(points: &[(u64, u64)]) -> (Vec<(u64, u64)>, usize) {
 
 /// Latency per iteration on a log axis.
 pub fn time_series(title: &str, series: &[TimeSeries]) -> Result<String> {
+    time_series_in(title, "iteration", "latency (µs, log)", series)
+}
+
+/// [`time_series`] with other axes: `x_desc` names the x values, the y values are drawn
+/// divided by 1000 on a log axis described by `y_desc`.
+pub fn time_series_in(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[TimeSeries],
+) -> Result<String> {
     let reduced: Vec<(Vec<(u64, u64)>, usize)> =
         series.iter().map(|s| reduce_max(&s.points)).collect();
     svg_chart(|root| {
@@ -502,11 +519,11 @@ pub fn time_series(title: &str, series: &[TimeSeries]) -> Result<String> {
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
             .x_desc(if group > 1 {
-                format!("iteration (each point: max of {group})")
+                format!("{x_desc} (each point: max of {group})")
             } else {
-                "iteration".into()
+                x_desc.into()
             })
-            .y_desc("latency (µs, log)")
+            .y_desc(y_desc)
             .x_label_formatter(&|v| format!("{}", v.round()))
             .y_label_formatter(&us_label)
             .light_line_style(RGBColor(235, 235, 235))

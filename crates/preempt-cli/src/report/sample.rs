@@ -170,6 +170,7 @@ pub fn latency(stress: bool) -> ResultFile {
         ledger: ledger(!stress),
         break_event: None,
         explain: stress.then(|| explain(&[1_000, 1_001])),
+        explain_skipped: (!stress).then(|| "--no-explain".to_string()),
     };
     let mut f = file(RunResult::Latency(Box::new(r)));
     f.warnings = vec![WarningRecord {
@@ -272,6 +273,7 @@ pub fn explain(tids: &[i32]) -> ExplainResult {
         top_causes: preempt_trace::top_causes(&all),
         explained: all.len() as u64,
         unexplained: 1,
+        unexplained_why: None,
     }
 }
 

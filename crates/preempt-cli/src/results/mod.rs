@@ -29,6 +29,7 @@ pub mod gimbal;
 pub mod input;
 pub mod micro;
 pub mod rtio;
+pub mod uav;
 
 use serde::{Deserialize, Serialize};
 
@@ -113,6 +114,9 @@ pub enum RunResult {
     /// `preempt demo gimbal` (kind `demo_gimbal`; the fields are documented on
     /// `preempt_gimbal::result::GimbalData`).
     DemoGimbal(Box<preempt_gimbal::result::GimbalData>),
+    /// `preempt demo uav` (kind `demo_uav`; the fields are documented on
+    /// `preempt_uav::demo::UavData` and `preempt_uav::result::FlightCell`).
+    DemoUav(Box<preempt_uav::demo::UavData>),
 }
 
 impl RunResult {
@@ -126,6 +130,7 @@ impl RunResult {
             Self::RtioBench(_) => "rtio_bench",
             Self::Micro(_) => "micro",
             Self::DemoGimbal(_) => "demo_gimbal",
+            Self::DemoUav(_) => "demo_uav",
         }
     }
 }
@@ -507,6 +512,10 @@ pub struct LatencyResult {
     /// `--explain`: the outliers' causes from the kernel trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<ExplainResult>,
+    /// Why the outliers were not explained where `preempt run` would have explained them
+    /// (tracefs unusable, with the fix; or `--no-explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain_skipped: Option<String>,
 }
 
 /// `--explain`: why the outliers were late.
@@ -522,6 +531,10 @@ pub struct ExplainResult {
     pub explained: u64,
     /// Outliers not explained (beyond the per-thread cap, or no longer in the trace history).
     pub unexplained: u64,
+    /// Why the first outlier that could not be explained was not (null when all were, or
+    /// the only ones left out were beyond the per-thread cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unexplained_why: Option<String>,
 }
 
 /// One thread's explained outliers.

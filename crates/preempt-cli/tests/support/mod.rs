@@ -33,3 +33,24 @@ pub(crate) fn test_history() -> std::path::PathBuf {
         std::process::id()
     ))
 }
+
+/// Whether this process has `cap`; if not, skips with `why` ([`skip_unprivileged`]).
+#[track_caller]
+pub(crate) fn has_capability(cap: preempt_io::sys::caps::Capability, why: &str) -> bool {
+    let has = preempt_io::sys::caps::has_effective(cap).unwrap_or(false);
+    if !has {
+        skip_unprivileged(why);
+    }
+    has
+}
+
+/// The sum of an explained outlier's `causes[].ns` (JSON result), to compare with its
+/// `latency_ns`.
+pub(crate) fn causes_ns(explained: &serde_json::Value) -> u64 {
+    explained["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .map(|c| c["ns"].as_u64().expect("ns"))
+        .sum()
+}

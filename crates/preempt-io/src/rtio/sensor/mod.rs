@@ -188,6 +188,9 @@ pub struct ImuStream {
     userdata: u64,
     period_ns: u64,
     armed: bool,
+    /// Whether [`arm`](ImuStream::arm) starts the chain with the INT read (false only while
+    /// [`processing_loop_coalesced`] arms the transfers after a separately reaped interrupt).
+    int_in_chain: bool,
 }
 
 /// Starts streaming from a simulated IMU (Zephyr `sensor_stream`): registers its register file
@@ -240,6 +243,7 @@ pub fn stream(
         userdata,
         period_ns: 1_000_000_000 / u64::from(odr),
         armed: false,
+        int_in_chain: true,
     })
 }
 
@@ -388,6 +392,7 @@ pub fn stream_spi_with(
         userdata,
         period_ns: 1_000_000_000 / u64::from(odr),
         armed: false,
+        int_in_chain: true,
     })
 }
 
@@ -419,12 +424,7 @@ impl ImuStream {
                 .no_response()
                 .userdata(self.userdata),
         )?;
-        rtio.prepare(
-            Sqe::read(self.int, self.int_buf, 8)
-                .chained()
-                .no_response()
-                .userdata(self.userdata),
-        )?;
+        self.prepare_int(rtio)?;
         rtio.prepare(
             Sqe::read(regs, self.bufs.status, 4)
                 .at(simimu::REG_STATUS)
@@ -449,16 +449,41 @@ impl ImuStream {
         Ok(())
     }
 
+    /// The chain's first transfer: read the INT eventfd (waits for the interrupt), linked to
+    /// the rest; nothing when the interrupt was reaped on its own (coalesced loop).
+    fn prepare_int(&self, rtio: &mut Rtio) -> Result<(), RtioError> {
+        if self.int_in_chain {
+            rtio.prepare(
+                Sqe::read(self.int, self.int_buf, 8)
+                    .chained()
+                    .no_response()
+                    .userdata(self.userdata),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Queues this stream's INT read alone, unlinked and reporting (userdata | [`INT_TAG`]):
+    /// what [`processing_loop_coalesced`] waits on for several devices at once.
+    fn arm_int(&mut self, rtio: &mut Rtio) -> Result<(), RtioError> {
+        rtio.prepare(Sqe::read(self.int, self.int_buf, 8).userdata(self.userdata | INT_TAG))?;
+        Ok(())
+    }
+
+    /// Queues the transfers of [`arm`](Self::arm) without the INT read (the interrupt was
+    /// reaped already).
+    fn arm_fetch(&mut self, rtio: &mut Rtio) -> Result<(), RtioError> {
+        self.int_in_chain = false;
+        let r = self.arm(rtio);
+        self.int_in_chain = true;
+        r
+    }
+
     /// The SPI chain: read INT, then (command, response) for STATUS, count and FIFO_DATA.
     fn arm_spi(&mut self, rtio: &mut Rtio, bus: IodevId) -> Result<(), RtioError> {
         let u = self.userdata;
         let fetch = self.triggers.iter().any(|t| t.opt != DataOpt::Nop);
-        rtio.prepare(
-            Sqe::read(self.int, self.int_buf, 8)
-                .chained()
-                .no_response()
-                .userdata(u),
-        )?;
+        self.prepare_int(rtio)?;
         let cmd = |reg, len| Sqe::tiny_write(bus, &simimu::spi_read_cmd(reg, len32(len)));
         rtio.prepare(
             cmd(simimu::REG_STATUS, 4)
@@ -505,7 +530,7 @@ impl ImuStream {
         let u = self.userdata;
         let fetch = self.triggers.iter().any(|t| t.opt != DataOpt::Nop);
         let link = |sqe: Sqe| sqe.chained().no_response().userdata(u);
-        rtio.prepare(link(Sqe::read(self.int, self.int_buf, 8)))?;
+        self.prepare_int(rtio)?;
         let cmd = |reg, len| Sqe::tiny_write(bus, &simimu::spi_read_cmd(reg, len32(len)));
         rtio.prepare(link(cmd(simimu::REG_STATUS, 4)))?;
         rtio.prepare(link(cmd(simimu::REG_FIFO_COUNT, simimu::COUNT_BLOCK_LEN)))?;
@@ -534,12 +559,7 @@ impl ImuStream {
         };
         let u = self.userdata;
         let cmd_len = len32(simimu::SPI_CMD_LEN * 4);
-        rtio.prepare(
-            Sqe::read(self.int, self.int_buf, 8)
-                .chained()
-                .no_response()
-                .userdata(u),
-        )?;
+        self.prepare_int(rtio)?;
         rtio.prepare(
             Sqe::write(bus, txn, cmd_len)
                 .chained()
@@ -740,18 +760,29 @@ pub fn processing_loop(
     }
     loop {
         let (i, cqe) = next_completion(rtio, streams)?;
-        let keep = match streams[i].complete(rtio, &cqe) {
-            Ok((header, data)) => f(&SensorEvent {
-                stream: i,
-                header,
-                data,
-            }),
-            Err(_) => f(&SensorEvent::failed(i)),
-        };
-        if !keep {
+        if !deliver(rtio, &mut streams[i], i, &cqe, &mut f) {
             return Ok(());
         }
         streams[i].arm(rtio)?;
+    }
+}
+
+/// Hands the read that `cqe` completed for stream `i` to `f` (a failed chain as
+/// [`SensorEvent::failed`]); returns what `f` returned (keep going).
+fn deliver(
+    rtio: &Rtio,
+    stream: &mut ImuStream,
+    i: usize,
+    cqe: &Cqe,
+    f: &mut impl FnMut(&SensorEvent<'_>) -> bool,
+) -> bool {
+    match stream.complete(rtio, cqe) {
+        Ok((header, data)) => f(&SensorEvent {
+            stream: i,
+            header,
+            data,
+        }),
+        Err(_) => f(&SensorEvent::failed(i)),
     }
 }
 
@@ -842,6 +873,85 @@ pub fn processing_loop_overlapped(
                 return Ok(());
             }
             rtio.run_pending()?;
+        }
+    }
+}
+
+/// Marks the userdata of a coalesced stream's INT read (stream userdata must leave bit 63
+/// clear).
+const INT_TAG: u64 = 1 << 63;
+
+/// The cross-device coalesced consume loop: each stream's interrupt read is queued on its own,
+/// **unlinked**, and all of them are waited for with ONE sleep
+/// ([`Rtio::submit_coalesced`]: one `io_uring_enter` with `min_complete` = the interrupts still
+/// pending, bounded by `max_wait_ns`); then the transfers of every stream whose interrupt
+/// arrived are queued and run (on the `O_NONBLOCK` register memfd they complete inline, in the
+/// same `io_uring_enter`, without sleeping), each read is handed to `f` as in
+/// [`processing_loop`], and the interrupt reads are re-armed.
+///
+/// Why: a linked chain's task work wakes its owner per chain (`io_req_local_work_add` clears
+/// the lazy-wake flag for linked requests), so per-device chains cost one wake-up per device
+/// interrupt. Unlinked interrupt reads are lazily woken: several devices' interrupts cost one
+/// wake-up. Where it fits: devices whose interrupts may wait for each other — the same or
+/// similar rates, and a deadline longer than the spread of their interrupts. `max_wait_ns`
+/// bounds what a device waits for the others (e.g. one period of the slowest); a device that
+/// fires twice meanwhile loses nothing (its FIFO holds the frames, the INT eventfd counts).
+/// It does not fit a fast device next to slow ones: the fast one would wait for the slow.
+///
+/// # Errors
+/// RTIO submission errors.
+pub fn processing_loop_coalesced(
+    rtio: &mut Rtio,
+    streams: &mut [ImuStream],
+    max_wait_ns: u64,
+    mut f: impl FnMut(&SensorEvent<'_>) -> bool,
+) -> io::Result<()> {
+    if streams.iter().any(|s| s.userdata & INT_TAG != 0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "coalesced streams need userdata below 2^63",
+        ));
+    }
+    for s in streams.iter_mut() {
+        s.arm_int(rtio)?;
+    }
+    let mut pending = streams.len();
+    loop {
+        rtio.submit_coalesced(pending, max_wait_ns)?;
+        let mut fetching = 0_usize;
+        loop {
+            while let Some(c) = rtio.cqe_consume() {
+                if let Some(i) = streams
+                    .iter()
+                    .position(|s| s.userdata | INT_TAG == c.userdata)
+                {
+                    // An interrupt: fetch that device's data.
+                    pending -= 1;
+                    if c.result < 0 {
+                        if !f(&SensorEvent::failed(i)) {
+                            return Ok(());
+                        }
+                        streams[i].arm_int(rtio)?;
+                        pending += 1;
+                    } else {
+                        streams[i].arm_fetch(rtio)?;
+                        fetching += 1;
+                    }
+                } else if let Some(i) = streams.iter().position(|s| s.userdata == c.userdata) {
+                    // A device's data: process it, then wait for its next interrupt.
+                    fetching = fetching.saturating_sub(1);
+                    if !deliver(rtio, &mut streams[i], i, &c, &mut f) {
+                        return Ok(());
+                    }
+                    streams[i].arm_int(rtio)?;
+                    pending += 1;
+                }
+            }
+            if fetching == 0 {
+                break;
+            }
+            // The transfers: inline on the register memfd, so this does not sleep there.
+            rtio.submit(1)?;
         }
     }
 }
