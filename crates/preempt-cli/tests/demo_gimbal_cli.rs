@@ -136,3 +136,18 @@ fn demo_gimbal_bad_steps_is_a_usage_error() {
         "{stderr}"
     );
 }
+
+/// A build without the `foxglove` feature refuses `--foxglove` up front, naming the feature
+/// (nothing is measured).
+#[cfg(not(feature = "foxglove"))]
+#[test]
+fn demo_gimbal_foxglove_without_the_feature_is_a_usage_error() {
+    let out = Command::new(BIN)
+        .args(["demo", "gimbal", "--foxglove", "127.0.0.1:8765", "--out"])
+        .arg(std::env::temp_dir().join("preempt-never-written"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--features foxglove"), "{stderr}");
+}

@@ -17,10 +17,10 @@ use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use preempt::bridge::Sender;
+use preempt::bridge::{Receiver, Sender};
 
 use crate::control::Steps;
-use crate::record::SampleRecord;
+use crate::record::{SampleRecord, SetpointCmd};
 
 /// Exit code of the app when the plant died mid-run.
 pub const EXIT_PLANT_DIED: i32 = 5;
@@ -34,6 +34,8 @@ pub static STOP: AtomicBool = AtomicBool::new(false);
 static T0: AtomicU64 = AtomicU64::new(0);
 /// Controllers' time in the current sample, ns (summed by the four tasks).
 static CTRL_NS: AtomicU64 = AtomicU64::new(0);
+/// Setpoints `sample` took from the non-real-time side (a Foxglove client).
+pub static LIVE_SETPOINTS: AtomicU64 = AtomicU64::new(0);
 /// Sample jobs whose controller release was refused (previous job still queued).
 pub static REFUSED: AtomicU64 = AtomicU64::new(0);
 /// The RTIO backend the exchange uses (set once by `bus_setup`).
@@ -52,6 +54,8 @@ pub struct Setup {
     pub samples: u64,
     /// Telemetry to the non-real-time side.
     pub telemetry: Sender<SampleRecord>,
+    /// Setpoints from the non-real-time side (the Foxglove server), if any.
+    pub setpoints: Option<Receiver<SetpointCmd>>,
 }
 
 static SETUP: Mutex<Option<Setup>> = Mutex::new(None);
@@ -93,14 +97,14 @@ mod controller {
     use std::os::fd::OwnedFd;
     use std::sync::atomic::Ordering;
 
-    use preempt::bridge::Sender;
+    use preempt::bridge::{Receiver, Sender};
 
-    use super::{CTRL_NS, PLANT_DEAD, REFUSED, STOP, T0};
+    use super::{CTRL_NS, LIVE_SETPOINTS, PLANT_DEAD, REFUSED, STOP, T0};
     use crate::control::{Cascade, POSITION_EVERY, Steps, counts_to_rad};
     use crate::exchange;
     use crate::frame::{FRAME_LEN, Tx};
     use crate::model::AxisParams;
-    use crate::record::{Grid, SampleRecord, Volts};
+    use crate::record::{Grid, SampleRecord, SetpointCmd, Volts};
 
     #[shared]
     struct Shared {
@@ -118,6 +122,8 @@ mod controller {
         steps: Steps,
         samples: u64,
         telemetry: Sender<SampleRecord>,
+        setpoints: Option<Receiver<SetpointCmd>>,
+        live: [Option<f64>; 2],
         grid: Option<Grid>,
         last_k: Option<u64>,
     }
@@ -137,6 +143,8 @@ mod controller {
                 steps: setup.steps,
                 samples: setup.samples,
                 telemetry: setup.telemetry,
+                setpoints: setup.setpoints,
+                live: [None; 2],
                 grid: None,
                 last_k: None,
             },
@@ -164,7 +172,7 @@ mod controller {
         deadline = 100.micros(),
         on_miss = Skip,
         shared = [volts],
-        local = [steps, samples, telemetry, grid, last_k]
+        local = [steps, samples, telemetry, setpoints, live, grid, last_k]
     )]
     fn sample(mut cx: sample::Context) {
         let start = super::now_ns();
@@ -205,8 +213,18 @@ mod controller {
         *cx.local.last_k = Some(k);
         let angle = rx.counts.map(counts_to_rad);
         let current = rx.currents;
+        // A live setpoint (never blocks: try_recv) overrides the script from now on.
+        let live = &mut *cx.local.live;
+        if let Some(rx) = cx.local.setpoints.as_mut() {
+            while let Some(c) = rx.try_recv() {
+                if let Some(slot) = live.get_mut(c.axis) {
+                    *slot = Some(c.rad);
+                    LIVE_SETPOINTS.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
         let steps = &*cx.local.steps;
-        let setpoint = [0, 1].map(|a| steps.setpoint(a, k));
+        let setpoint = [0, 1].map(|a| live[a].unwrap_or_else(|| steps.setpoint(a, k)));
         let released = if k % POSITION_EVERY == 0 {
             position_pan::spawn(k, setpoint[0], angle[0], f64::from(current[0])).is_ok()
                 & position_tilt::spawn(k, setpoint[1], angle[1], f64::from(current[1])).is_ok()

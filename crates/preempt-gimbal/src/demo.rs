@@ -23,7 +23,7 @@ use preempt_io::sys::clock::{self, ClockId};
 
 use crate::control::{SAMPLE_NS, SAMPLE_S, Steps};
 use crate::plant_rt::PlantConfig;
-use crate::record::SampleRecord;
+use crate::record::{SampleRecord, SetpointCmd};
 use crate::result::{self, GimbalData, SampleCounts, TelemetryCounts, TimeSummary};
 use crate::telemetry::McapSink;
 use crate::{app, harness};
@@ -54,6 +54,8 @@ pub struct DemoConfig {
     pub plant_cpu: Option<usize>,
     /// Label of the stress applied meanwhile (the caller runs it).
     pub stress: Option<String>,
+    /// `--foxglove ADDR`: serve the live state and take setpoints (cargo feature `foxglove`).
+    pub foxglove: Option<String>,
 }
 
 impl DemoConfig {
@@ -71,6 +73,7 @@ impl DemoConfig {
                 .ok()
                 .and_then(|c| c.last().copied()),
             stress: None,
+            foxglove: None,
         }
     }
 
@@ -84,7 +87,17 @@ impl DemoConfig {
     /// # Errors
     /// A message naming the flag.
     pub fn validate(&self) -> Result<(), String> {
-        harness::check_duration(self.duration_s, 0.01)
+        harness::check_duration(self.duration_s, 0.01)?;
+        if let Some(addr) = &self.foxglove {
+            #[cfg(feature = "foxglove")]
+            crate::live::parse_addr(addr)?;
+            #[cfg(not(feature = "foxglove"))]
+            return Err(format!(
+                "--foxglove {addr}: this build has no Foxglove server; build with \
+                 `--features preempt-gimbal/foxglove` (the preempt CLI: `--features foxglove`)"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -177,14 +190,20 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     } = harness::start_plant(&cfg.plant_exe, &cfg.plant_prefix, &plant_cfg)?;
 
     let (tx, rx) = bridge::channel::<SampleRecord>(BRIDGE_CAPACITY);
+    let (setpoints, live) = live_server(cfg)?;
     let finished = Arc::new(AtomicBool::new(false));
     let records = Vec::with_capacity(usize::try_from(samples).unwrap_or(0));
     let recorder = harness::recorder(
         "gimbal-recorder",
         rx,
         Arc::clone(&finished),
-        (records, sink, None::<String>),
-        |(records, sink, error), r: SampleRecord| {
+        (records, sink, None::<String>, live),
+        |(records, sink, error, live), r: SampleRecord| {
+            #[cfg(feature = "foxglove")]
+            if let Some(l) = live.as_mut() {
+                l.state(&r);
+            }
+            let _ = &live;
             if error.is_none() {
                 if let Err(e) = sink.state(&r) {
                     *error = Some(format!("writing the MCAP: {e}"));
@@ -214,13 +233,20 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         steps: cfg.steps.clone(),
         samples,
         telemetry: tx,
+        setpoints,
     });
 
     finished.store(true, Ordering::Release);
     let _ = watchdog.join();
-    let ((records, mut sink, write_error), lost) = recorder
+    let ((records, mut sink, write_error, live), lost) = recorder
         .join()
         .map_err(|_| "the recorder thread panicked".to_string())?;
+    #[cfg(feature = "foxglove")]
+    if let Some(l) = live {
+        l.stop();
+    }
+    #[cfg(not(feature = "foxglove"))]
+    let _ = live;
     let (counters, plant_error) = {
         let mut p = plant.lock().unwrap_or_else(|e| e.into_inner());
         let c = p.counters();
@@ -284,6 +310,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
             missed: expected.saturating_sub(exchanged),
             refused_releases: app::REFUSED.load(Ordering::Relaxed),
         },
+        live_setpoints: app::LIVE_SETPOINTS.load(Ordering::Relaxed),
         misses: result::miss_causes(&records, expected, counters.stalls),
         telemetry: TelemetryCounts {
             written: counts.state,
@@ -311,6 +338,41 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     };
     write_json(&out.json, &data)?;
     Ok((data, out))
+}
+
+/// The live server of `--foxglove`.
+#[cfg(feature = "foxglove")]
+type LiveServer = crate::live::Live;
+/// Without the feature there is none (`validate` refuses `--foxglove`).
+#[cfg(not(feature = "foxglove"))]
+type LiveServer = ();
+
+/// Starts the `--foxglove` server, if asked: the controller's end of its setpoint bridge and
+/// the server (the recorder feeds it).
+fn live_server(
+    cfg: &DemoConfig,
+) -> Result<(Option<bridge::Receiver<SetpointCmd>>, Option<LiveServer>), String> {
+    let Some(addr) = &cfg.foxglove else {
+        return Ok((None, None));
+    };
+    #[cfg(feature = "foxglove")]
+    {
+        let addr = crate::live::parse_addr(addr)?;
+        let (tx, rx) = bridge::channel(64);
+        let live = crate::live::Live::start(addr, tx)?;
+        eprintln!(
+            "gimbal: Foxglove WebSocket server on ws://{}:{} (state on /gimbal/state; publish \
+             {{\"axis\": \"pan\", \"rad\": 0.3}} on {} to move an axis)",
+            addr.ip(),
+            live.port(),
+            crate::live::SETPOINT_TOPIC
+        );
+        Ok((Some(rx), Some(live)))
+    }
+    #[cfg(not(feature = "foxglove"))]
+    Err(format!(
+        "--foxglove {addr}: this build has no Foxglove server"
+    ))
 }
 
 /// The result file: `{schema_version, tool, kind: "demo_gimbal", complete, interrupted,

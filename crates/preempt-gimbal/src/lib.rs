@@ -23,7 +23,10 @@
 //! [`plant_rt`] (the plant process's threads), [`plant_main`] (its command line), [`spawn`]
 //! (starting it), [`exchange`] (RTIO
 //! transactions), [`app`] (the real controller), [`reference`](mod@reference) (the mock-clock one),
-//! [`telemetry`] (MCAP), [`result`] (figures, `demo_gimbal`), [`demo`] (one run).
+//! [`telemetry`] (MCAP), `live` (the Foxglove WebSocket server, cargo feature `foxglove`),
+//! [`result`] (figures, `demo_gimbal`), [`demo`] (one run).
+//!
+//! Cargo features: `foxglove` (off by default; it brings tokio): `--foxglove ADDR`.
 //!
 //! ```
 //! use preempt_gimbal::model::Plant;
@@ -38,6 +41,8 @@ pub mod demo;
 pub mod exchange;
 pub mod frame;
 pub mod harness;
+#[cfg(feature = "foxglove")]
+pub mod live;
 pub mod model;
 pub mod plant_main;
 pub mod plant_rt;

@@ -2,7 +2,8 @@
 //! the bus that serves the controller's transactions ([`crate::frame`]), both in one
 //! busy-polling thread, as a microcontroller serves its step timer and its SPI peripheral.
 //! Generic over the [`PlantModel`]: the gimbal's [`Plant`] and `preempt-uav`'s quadrotor run
-//! on the same loop.
+//! on the same loop; a slow plant ([`PlantModel::SLEEPS`], the quadrotor's 1 ms step) sleeps
+//! in epoll on a timerfd at the next step's due time and the doorbell instead of spinning.
 //!
 //! ```text
 //!  one thread (SCHED_FIFO P, pinned), never sleeps:
@@ -32,11 +33,15 @@ use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use preempt_io::sys::clock;
+use std::os::fd::AsFd;
+
+use preempt_io::sys::clock::{self, ClockId};
+use preempt_io::sys::epoll::{Epoll, Event, Interest};
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::memfd::SharedMap;
 use preempt_io::sys::sched::{self, Policy};
 use preempt_io::sys::thread;
+use preempt_io::sys::timerfd::TimerFd;
 
 use crate::frame::{self, FRAME_LEN, Rx, SLOT_LEN, Tx};
 use crate::model::{Plant, STEP_NS};
@@ -64,6 +69,13 @@ pub trait PlantModel: Send + 'static {
     fn flags(&self) -> u64 {
         0
     }
+    /// Whether the loop sleeps between events (the next step's due time on a timerfd and
+    /// the doorbell, in one epoll) instead of polling. Polling suits a fast plant (the
+    /// gimbal's 25 µs step, where a ~20 µs wake-up would cost most of a step); a slow one
+    /// sleeps, because a real-time thread that never sleeps has its CPU taken for ~50 ms
+    /// every second by the kernel's fair server (the quadrotor's 1 ms loop, polling:
+    /// 16 gaps of 40–56 ms in a 14 s flight, each 10 missed control periods).
+    const SLEEPS: bool = false;
 }
 
 impl PlantModel for Plant {
@@ -177,6 +189,45 @@ impl Lateness {
     }
 }
 
+/// The sleeping loop's wait ([`PlantModel::SLEEPS`]): the doorbell and a timer at the next
+/// step's due time in one epoll.
+struct Sleeper {
+    epoll: Epoll,
+    timer: TimerFd,
+    armed_ns: u64,
+}
+
+impl Sleeper {
+    fn new(doorbell: &EventFd) -> io::Result<Sleeper> {
+        let epoll = Epoll::new()?;
+        let timer = TimerFd::new(ClockId::Monotonic, true)?;
+        epoll.add(doorbell.as_fd(), Interest::READ, 0)?;
+        epoll.add(timer.as_fd(), Interest::READ, 1)?;
+        Ok(Sleeper {
+            epoll,
+            timer,
+            armed_ns: 0,
+        })
+    }
+
+    /// Sleeps until `due_ns` or the doorbell, whichever is first (level-triggered: a
+    /// doorbell rung before the call returns at once).
+    fn wait(&mut self, due_ns: u64) -> io::Result<()> {
+        if self.armed_ns != due_ns {
+            self.timer.set_absolute_ns(due_ns, 0)?;
+            self.armed_ns = due_ns;
+        }
+        let mut events = [Event::default(); 2];
+        self.epoll.wait(&mut events, None)?;
+        match self.timer.read_expirations() {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+}
+
 /// A transfer under way: when it started and the controller's frame.
 struct Transfer {
     start_ns: u64,
@@ -184,7 +235,8 @@ struct Transfer {
 }
 
 /// Runs `plant` until `duration_ns`, `stop`, or a doorbell error. `doorbell` is a
-/// non-blocking eventfd (polled). Counters go to `page` as they change.
+/// non-blocking eventfd (polled, or waited for with epoll by a plant that
+/// [sleeps](PlantModel::SLEEPS)). Counters go to `page` as they change.
 ///
 /// # Errors
 /// eventfd errors of the bus; the plant fell more than [`MAX_LAG_NS`] behind its grid.
@@ -209,6 +261,11 @@ pub fn run<M: PlantModel>(
     let end = cfg.duration_ns.map(|d| t0 + d);
     page.fetch_or_u64(frame::STAT_FLAGS, frame::FLAG_RUNNING);
     let mut due = t0 + M::STEP_NS;
+    let mut sleeper = if M::SLEEPS {
+        Some(Sleeper::new(&doorbell)?)
+    } else {
+        None
+    };
     loop {
         if end.is_some_and(|e| due > e) || stop.load(Ordering::Relaxed) {
             return Ok(());
@@ -245,6 +302,9 @@ pub fn run<M: PlantModel>(
                     let mut tx = [0_u8; SLOT_LEN];
                     page.read_bytes(frame::TX_OFF, &mut tx);
                     transfer = Some(Transfer { start_ns: now, tx });
+                } else if let Some(s) = sleeper.as_mut() {
+                    s.wait(due)?; // nothing to do until the next step or the doorbell
+                    continue;
                 }
             }
         }

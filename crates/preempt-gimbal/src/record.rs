@@ -11,6 +11,16 @@
 
 use crate::control::SAMPLE_NS;
 
+/// A setpoint sent from the non-real-time side (a Foxglove client) to `sample` through the
+/// bridge: from the next sample on, `axis` follows `rad` instead of the script.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SetpointCmd {
+    /// 0 pan, 1 tilt.
+    pub axis: usize,
+    /// The new setpoint, rad.
+    pub rad: f64,
+}
+
 /// The voltage commands, a resource shared by `sample` (reads) and the current controllers
 /// (write): PCP in the real app.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

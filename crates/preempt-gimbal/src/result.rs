@@ -213,6 +213,11 @@ pub struct GimbalData {
     pub axes: Vec<AxisQuality>,
     /// Sample bookkeeping.
     pub samples: SampleCounts,
+    /// Setpoints received from Foxglove clients (`--foxglove`): after the first, the run no
+    /// longer follows the script the reference follows, so errors against the reference
+    /// include the change.
+    #[serde(default)]
+    pub live_setpoints: u64,
     /// Why samples were missed.
     #[serde(default)]
     pub misses: MissCauses,

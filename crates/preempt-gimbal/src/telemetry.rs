@@ -107,6 +107,15 @@ impl StateMsg {
     }
 }
 
+/// Appends `r` as a `/gimbal/state` message (JSON, [`STATE_SCHEMA`]) to `buf`: the MCAP's
+/// and the live Foxglove server's encoding.
+///
+/// # Errors
+/// Serialisation errors (none for finite numbers).
+pub fn state_json(r: &SampleRecord, buf: &mut Vec<u8>) -> io::Result<()> {
+    serde_json::to_writer(buf, &StateMsg::of(r)).map_err(io::Error::other)
+}
+
 /// Messages written per channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -216,7 +225,7 @@ impl McapSink {
     /// Write errors.
     pub fn state(&mut self, r: &SampleRecord) -> io::Result<()> {
         self.buf.clear();
-        serde_json::to_writer(&mut self.buf, &StateMsg::of(r)).map_err(io::Error::other)?;
+        state_json(r, &mut self.buf)?;
         self.put(self.state, r.k, r.k * crate::control::SAMPLE_NS)?;
         self.counts.state += 1;
         Ok(())

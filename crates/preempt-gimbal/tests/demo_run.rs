@@ -9,30 +9,13 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use preempt_io::sys::{caps, limits};
-
-fn privileged() -> bool {
-    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
-        || limits::rtprio().is_ok_and(|l| l.allows(95));
-    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
-        || limits::memlock().is_ok_and(|l| l.soft.is_none());
-    nice && lock
-}
+mod support;
+use support::privileged;
 
 fn demo(out: &Path, duration: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gimbal-demo"));
     cmd.args(["--duration", duration, "--out"]).arg(out);
-    if !privileged() {
-        assert!(
-            std::env::var("PREEMPT_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
-            "PREEMPT_REQUIRE_PRIVILEGED=1 but this process lacks CAP_SYS_NICE/RLIMIT_RTPRIO 95 \
-             or CAP_IPC_LOCK/RLIMIT_MEMLOCK: run as root or grant them"
-        );
-        eprintln!(
-            "note: no real-time privileges here; running the gimbal demo with PREEMPT_SOFT=1"
-        );
-        cmd.env("PREEMPT_SOFT", "1");
-    }
+    support::soft_unless_privileged(&mut cmd);
     cmd
 }
 

@@ -138,6 +138,11 @@ pub struct GimbalArgs {
     /// Output directory: gimbal.json, gimbal.mcap.
     #[arg(long, default_value = "preempt-gimbal")]
     pub out: PathBuf,
+    /// Serve the live state over the Foxglove WebSocket protocol on this loopback address
+    /// (e.g. 127.0.0.1:8765) and take setpoints a client publishes on /gimbal/setpoint
+    /// ({"axis": "pan", "rad": 0.3}). Needs a build with `--features foxglove`.
+    #[arg(long, value_name = "ADDR")]
+    pub foxglove: Option<String>,
     /// Load.
     #[command(flatten)]
     pub stress: StressArgs,

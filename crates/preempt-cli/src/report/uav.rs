@@ -16,11 +16,16 @@ fn us(ns: u64) -> Cell {
     num(format!("{:.1}", ns as f64 / 1e3))
 }
 
-/// A box of `q` (in the plot's unit × 1000: ns for µs, µm for mm).
-fn boxed(category: &str, group: &str, q: &Quartiles, scale: f64) -> BoxStat {
+/// A box of `q` (in the plot's unit × 1000: ns for µs, µm for mm); the category is the
+/// policy shortened to fit eight under one axis (`FIFO 99`, `OTHER -19`, `DL 400us`).
+fn boxed(policy: &str, group: &str, q: &Quartiles, scale: f64) -> BoxStat {
     let v = |x: f64| (x * scale).round().max(0.0) as u64;
+    let category = policy
+        .replace("SCHED_", "")
+        .replace("DEADLINE", "DL")
+        .replace("nice ", "");
     BoxStat {
-        category: category.into(),
+        category,
         group: group.into(),
         min_ns: v(q.min),
         p25_ns: Some(v(q.p25)),
