@@ -238,9 +238,21 @@ impl Session {
         let stop = Arc::new(AtomicBool::new(false));
         let reader = {
             let (inner, stop, every) = (Arc::clone(&inner), Arc::clone(&stop), opts.poll_interval);
+            // The reader copies ring-buffer pages inside read(2); on a kernel without full
+            // preemption a real-time task woken on the same CPU waits for that copy. Keep it
+            // off the traced CPUs where any other CPU is online (best effort: on failure it
+            // stays where the scheduler puts it).
+            let spare: Vec<usize> = preempt_io::sys::cpu::online_cpus()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| !cpus.contains(c))
+                .collect();
             std::thread::Builder::new()
                 .name("preempt-trace".into())
                 .spawn(move || {
+                    if !spare.is_empty() {
+                        let _ = preempt_io::sys::sched::set_current_thread_affinity(&spare); // best effort, see above
+                    }
                     while !stop.load(Ordering::Relaxed) {
                         lock(&inner).poll();
                         std::thread::park_timeout(every);

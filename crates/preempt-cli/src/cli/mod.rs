@@ -627,7 +627,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_progress: bool,
     /// Do not explain the latency runs' outliers from the kernel trace (by default they are,
-    /// as `preempt latency --explain` does, wherever tracefs can be used: root).
+    /// as `preempt latency --explain` does, wherever tracefs can be used: root; tracing adds a
+    /// few µs to the median latency).
     #[arg(long)]
     pub no_explain: bool,
     /// Results history.
