@@ -1,27 +1,33 @@
 //! The plant process's loop: the integration on its own clock (40 kHz for the gimbal) and
-//! the bus that serves the controller's transactions ([`crate::frame`]), both in one
-//! busy-polling thread, as a microcontroller serves its step timer and its SPI peripheral.
-//! Generic over the [`PlantModel`]: the gimbal's [`Plant`] and `preempt-uav`'s quadrotor run
-//! on the same loop; a slow plant ([`PlantModel::SLEEPS`], the quadrotor's 1 ms step) sleeps
-//! in epoll on a timerfd at the next step's due time and the doorbell instead of spinning.
+//! the bus that serves the controller's transactions ([`crate::frame`]), both in one pinned
+//! thread, as a microcontroller serves its step timer and its SPI peripheral. Generic over the
+//! [`PlantModel`]: the gimbal's [`Plant`] and `preempt-uav`'s quadrotor run on the same loop.
 //!
 //! ```text
-//!  one thread (SCHED_FIFO P, pinned), never sleeps:
+//!  one thread (SCHED_FIFO P, pinned):
 //!  loop:
 //!    step j due (t0 + j·STEP_NS)?       -> plant.step(command), sensors latched, j += 1
 //!                                          (late if the next step was already due)
 //!    transfer under way, BUS_NS over?   -> command <- its TX frame, write(done)
 //!    doorbell rung (non-blocking read)? -> RX <- sensors, TX <- page, transfer starts
+//!    else, a plant that SLEEPS: epoll on the doorbell and a timerfd at
+//!         min(next step, next expected doorbell) − WAKE_EARLY_NS, then spin the rest
 //! ```
 //!
-//! **Why it polls.** A separate board's timer and SPI slave never sleep. On the machine this
-//! was built on (a 2-vCPU VM) a thread that sleeps between steps pays a timer wake-up of
-//! ~20 µs each time (a halted vCPU's exit and re-entry), most of the gimbal's 25 µs step: the
-//! former design, a step thread sleeping with `clock_nanosleep` and a bus thread woken by the
-//! doorbell, used 91 % + 30 % of the plant's CPU (`ps`, a 3 s run) and fell behind its grid
-//! (docs/PERFORMANCE.md, "The gimbal demonstrator"). Polling costs the plant's whole CPU,
-//! which is what the separate board costs too. One thread also needs no lock between the
-//! step and the bus: the command a step uses is always one whole frame.
+//! **Why it polls, and why not always.** A separate board's timer and SPI slave never sleep.
+//! On the machine this was built on (a 2-vCPU VM) a thread that sleeps between steps pays a
+//! timer wake-up of ~20 µs each time, most of the gimbal's 25 µs step: the first design, a step
+//! thread sleeping with `clock_nanosleep` and a bus thread woken by the doorbell, used 91 % +
+//! 30 % of the plant's CPU (`ps`, a 3 s run) and fell behind its grid. A loop that never sleeps
+//! keeps the grid but starves the CPU's SCHED_OTHER tasks, and the kernel's fair server then
+//! takes the CPU from it for ~50 ms once a second (measured: 4.5–5 % of the gimbal's steps late,
+//! in stalls of 52 ms; the quadrotor: 16 gaps of 40–56 ms in a 14 s flight). So a plant that
+//! [sleeps](PlantModel::SLEEPS) arms its timer [`PlantModel::WAKE_EARLY_NS`] before the next
+//! step or the next doorbell it expects (the controller's last interval) and spins the rest:
+//! a wake-up shorter than that costs nothing, and the gaps let the CPU's other tasks run in
+//! small pieces (the gimbal: 0.6 % of steps late, no fair-server stall; docs/PERFORMANCE.md,
+//! "The gimbal demonstrator"). One thread also needs no lock between the step and the bus: the
+//! command a step uses is always one whole frame.
 //!
 //! The loop keeps its grid whatever the controller does: a late command acts late, as on the
 //! robot. A step that runs when the next one is already due is counted late
@@ -70,18 +76,24 @@ pub trait PlantModel: Send + 'static {
         0
     }
     /// Whether the loop sleeps between events (the next step's due time on a timerfd and
-    /// the doorbell, in one epoll) instead of polling. Polling suits a fast plant (the
-    /// gimbal's 25 µs step, where a ~20 µs wake-up would cost most of a step); a slow one
-    /// sleeps, because a real-time thread that never sleeps has its CPU taken for ~50 ms
-    /// every second by the kernel's fair server (the quadrotor's 1 ms loop, polling:
-    /// 16 gaps of 40–56 ms in a 14 s flight, each 10 missed control periods).
+    /// the doorbell, in one epoll) instead of polling. A real-time thread that never sleeps
+    /// has its CPU taken for ~50 ms every second by the kernel's fair server (the quadrotor's
+    /// 1 ms loop, polling: 16 gaps of 40–56 ms in a 14 s flight, each 10 missed control
+    /// periods; the gimbal's: 4.5–5 % of its steps late); a fast plant combines it with
+    /// [`WAKE_EARLY_NS`](PlantModel::WAKE_EARLY_NS).
     const SLEEPS: bool = false;
+    /// A sleeping loop's timer fires this long before the step is due, and the loop spins
+    /// the rest: a wake-up shorter than this costs the step nothing.
+    const WAKE_EARLY_NS: u64 = 0;
 }
 
 impl PlantModel for Plant {
     const NAME: &'static str = "gimbal-plant";
     const STEP_NS: u64 = STEP_NS;
     const BUS_NS: u64 = frame::BUS_NS;
+    // 25 µs steps: sleep the ~10 µs gaps, wake 15 µs early (most wake-ups here take less).
+    const SLEEPS: bool = true;
+    const WAKE_EARLY_NS: u64 = 15_000;
 
     fn step(&mut self, command: &[u8; SLOT_LEN]) {
         let mut tx = [0_u8; FRAME_LEN];
@@ -261,6 +273,9 @@ pub fn run<M: PlantModel>(
     let end = cfg.duration_ns.map(|d| t0 + d);
     page.fetch_or_u64(frame::STAT_FLAGS, frame::FLAG_RUNNING);
     let mut due = t0 + M::STEP_NS;
+    // The last two doorbells' times (a sleeping loop spins from WAKE_EARLY_NS before the
+    // next one it expects, as it does before a step).
+    let mut bells = (0_u64, 0_u64);
     let mut sleeper = if M::SLEEPS {
         Some(Sleeper::new(&doorbell)?)
     } else {
@@ -297,14 +312,25 @@ pub fn run<M: PlantModel>(
             Some(_) => {}
             None => {
                 if doorbell.read()?.is_some() {
+                    bells = (bells.1, now);
                     // Full duplex: the controller gets the sensors as they are now.
                     page.write_bytes(frame::RX_OFF, &sensors);
                     let mut tx = [0_u8; SLOT_LEN];
                     page.read_bytes(frame::TX_OFF, &mut tx);
                     transfer = Some(Transfer { start_ns: now, tx });
                 } else if let Some(s) = sleeper.as_mut() {
-                    s.wait(due)?; // nothing to do until the next step or the doorbell
-                    continue;
+                    // The next doorbell, if the controller keeps its period (the last
+                    // interval between two, when shorter than a millisecond).
+                    let interval = bells.1.saturating_sub(bells.0);
+                    let bell = (interval < 1_000_000)
+                        .then_some(bells.1 + interval)
+                        .filter(|&b| b > now);
+                    let wake = bell.map_or(due, |b| b.min(due));
+                    if now + M::WAKE_EARLY_NS < wake {
+                        // Nothing to do until the next step or the doorbell.
+                        s.wait(wake - M::WAKE_EARLY_NS)?;
+                        continue;
+                    }
                 }
             }
         }

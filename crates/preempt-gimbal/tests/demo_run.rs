@@ -138,7 +138,7 @@ fn demo_runs_records_everything_and_survives_a_dying_plant() {
     // Control quality against the ideal-timing reference, on both axes. The demo's target
     // (≤ 1 % of the step, docs/PERFORMANCE.md) is for a release build on an idle machine; this
     // is a debug build of the app on a machine shared with builds, so the bound is looser,
-    // but it fails on what issue 14 saw before the plant polled and cpu_dma_latency was held
+    // but it fails on what issue 14 saw before the plant was redesigned and cpu_dma_latency held
     // (pan RMS 18-60 % of the step on an idle VM). Measured with this test's settings: real-time
     // 0.02-1.8 %, soft mode 7 % (load average 6-11). Soft mode (no priorities: any thread can
     // delay the exchange by milliseconds) is checked for a working loop only.

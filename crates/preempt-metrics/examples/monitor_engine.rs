@@ -1,5 +1,5 @@
-//! The monitor engine on its own, serving `/metrics`, for a fixed time: what
-//! `scripts/monitor_rss.sh` runs to measure memory growth (and a quick way to try the engine).
+//! The monitor engine on its own, serving `/metrics`, for a fixed time: a quick way to try the
+//! engine without the CLI (`scripts/monitor_rss.sh` measures the release `preempt monitor`).
 //!
 //! `cargo run --release -p preempt-metrics --example monitor_engine -- 127.0.0.1:9464 3600 0,1`
 //! (address, seconds, CPUs; needs SCHED_FIFO: root or CAP_SYS_NICE).
