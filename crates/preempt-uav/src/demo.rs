@@ -164,6 +164,13 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
     let soft = soft_mode();
 
+    sink.describe(&[
+        ("policy", cfg.policy.label.clone()),
+        ("stress", cfg.stress.clone()),
+        ("seed", cfg.seed.to_string()),
+        ("soft", soft.to_string()),
+    ])
+    .map_err(|e| format!("--out: {e}"))?;
     let reference = crate::reference::run(cfg.seed, &cfg.mission, samples)?;
     for r in &reference {
         sink.write(Topic::Reference, r).map_err(|e| e.to_string())?;

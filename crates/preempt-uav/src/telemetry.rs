@@ -133,6 +133,24 @@ impl McapSink {
         })
     }
 
+    /// Writes the flight's description as an MCAP metadata record `preempt.uav.flight`
+    /// (`policy`, `stress`, `seed`, `soft`: a soft-mode recording says so in the file too).
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn describe(&mut self, fields: &[(&str, String)]) -> io::Result<()> {
+        let metadata = fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        self.w
+            .write_metadata(&mcap::records::Metadata {
+                name: "preempt.uav.flight".into(),
+                metadata,
+            })
+            .map_err(err)
+    }
+
     /// Writes one record to `topic`.
     ///
     /// # Errors

@@ -70,13 +70,17 @@ fn a_short_flight_takes_off_records_everything_and_tracks_the_reference() {
     let script = r#"
 import json, sys
 from mcap.reader import make_reader
-counts, last = {}, None
+counts, last, meta = {}, None, None
 with open(sys.argv[1], "rb") as f:
+    reader = make_reader(f)
+    for m in reader.iter_metadata():
+        meta = {"name": m.name, **dict(m.metadata)}
+    f.seek(0)
     for schema, channel, message in make_reader(f).iter_messages():
         counts[channel.topic] = counts.get(channel.topic, 0) + 1
         if channel.topic == "/uav/state":
             last = json.loads(message.data)
-print(json.dumps({"counts": counts, "last": last}))
+print(json.dumps({"counts": counts, "last": last, "meta": meta}))
 "#;
     let o = Command::new("python3")
         .arg("-c")
@@ -87,6 +91,9 @@ print(json.dumps({"counts": counts, "last": last}))
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["counts"]["/uav/reference"], 750);
+    assert_eq!(v["meta"]["name"], "preempt.uav.flight");
+    assert_eq!(v["meta"]["soft"], cell.soft.to_string());
+    assert_eq!(v["meta"]["policy"], "SCHED_FIFO 99");
     assert_eq!(v["counts"]["/uav/state"], cell.flown_steps);
     let z = v["last"]["position_m"][2].as_f64().unwrap();
     assert!((z - 1.0).abs() < 0.1, "last altitude {z} m");

@@ -121,9 +121,17 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     let info = sysinfo::collect(argv);
     let warns = sysinfo::machine_warnings(&info, &[0]);
     let guard = StressGuard::start(&stress_cfg)?;
+    let soft = std::env::var(preempt::SOFT_ENV).is_ok_and(|v| v == "1");
     eprintln!(
-        "preempt: UAV flight for {:.1} s, control thread {}, stress {}",
-        cfg.duration_s, cfg.policy.label, cfg.stress
+        "preempt: UAV flight for {:.1} s, control thread {}{}, stress {}",
+        cfg.duration_s,
+        cfg.policy.label,
+        if soft {
+            " (not applied: soft mode, SCHED_OTHER)"
+        } else {
+            ""
+        },
+        cfg.stress
     );
     let outcome = demo::fly(&cfg, &stop);
     drop(guard);
