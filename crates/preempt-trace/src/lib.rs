@@ -2,8 +2,8 @@
 //!
 //! A [`Session`] creates a private tracefs instance, enables the scheduler and interrupt events
 //! every kernel has (`sched_switch`, `sched_waking/wakeup`, `sched_migrate_task`,
-//! `irq_handler_entry/exit`, `softirq_entry/exit`, `hrtimer_expire_entry/exit`, and on x86 the
-//! `irq_vectors` local timer and IPI events), and reads the per-CPU ring buffers in their binary
+//! `irq_handler_entry/exit`, `softirq_entry/exit`, on x86 the `irq_vectors` local timer and IPI
+//! events, elsewhere `hrtimer_expire_entry/exit` in their place), and reads the per-CPU ring buffers in their binary
 //! format from a background thread, keeping a bounded history per CPU. For a late task,
 //! [`Session::explain`] splits its delay, from the intended release to the moment it ran, into
 //! causes that add up to it ([`attribute`]); [`top_causes`] aggregates them over a run and

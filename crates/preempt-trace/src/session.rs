@@ -17,7 +17,7 @@ use preempt_io::sys::procstat;
 
 use crate::Error;
 use crate::attribute::{self, CpuFacts, Explanation, Window};
-use crate::decode::{Decoder, EVENTS, Event, Kind};
+use crate::decode::{Decoder, EVENTS, Event, FALLBACK_EVENTS, Kind};
 use crate::format::{EventFormat, PageHeader};
 use crate::ring::CpuReader;
 use crate::tracefs::{self, Instance};
@@ -186,7 +186,16 @@ impl Session {
         instance.write("buffer_size_kb", &opts.buffer_kb.to_string())?;
         instance.write("tracing_cpumask", &cpumask(&cpus))?;
         let mut formats = Vec::new();
-        for (system, event) in EVENTS {
+        let has_vectors = instance
+            .dir()
+            .join("events/irq_vectors/local_timer_entry")
+            .is_dir();
+        let fallback = if has_vectors {
+            &[][..]
+        } else {
+            FALLBACK_EVENTS
+        };
+        for (system, event) in EVENTS.iter().chain(fallback) {
             let dir = instance.dir().join("events").join(system).join(event);
             if !dir.is_dir() {
                 if matches!(*event, "sched_switch" | "sched_waking") {
