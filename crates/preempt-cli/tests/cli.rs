@@ -3,7 +3,7 @@
 //! Runs are kept short (`--loops 200 --interval 1000`, `--duration 100ms`) so the whole file
 //! takes seconds. Tests that need SCHED_FIFO skip with a message when not privileged.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Command as StdCommand, Stdio};
 
 use assert_cmd::Command;
@@ -19,19 +19,6 @@ fn preempt() -> Command {
     c.env("PREEMPT_HISTORY", support::test_history());
     c.env_remove("RUST_BACKTRACE");
     c
-}
-
-fn privileged() -> bool {
-    let ok = preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
-        .unwrap_or(false);
-    if !ok {
-        support::skip_unprivileged("needs CAP_SYS_NICE (run as root) for SCHED_FIFO");
-    }
-    ok
-}
-
-fn json(path: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// Asserts a usage error: exit 2 and one line on stderr that starts with `preempt: ` and
@@ -97,7 +84,10 @@ fn check_prints_every_item_and_exit_code_follows_failures() {
     assert!(items.len() >= 15);
     assert!(items.iter().any(|i| i["id"] == "fair-server"));
     assert_eq!(
-        json(&file)["data"]["items"].as_array().unwrap().len(),
+        support::read_json(&file)["data"]["items"]
+            .as_array()
+            .unwrap()
+            .len(),
         items.len()
     );
     assert_eq!(v["sysinfo"]["argv"][1], "check");
@@ -129,7 +119,7 @@ fn closed_stdout_exits_zero() {
 
 #[test]
 fn latency_writes_json_csv_and_trace() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -170,7 +160,7 @@ fn latency_writes_json_csv_and_trace() {
             && stdout.contains("verdict:"),
         "{stdout}"
     );
-    let v = json(&j);
+    let v = support::read_json(&j);
     assert_eq!(
         (v["complete"].as_bool(), v["interrupted"].as_bool()),
         (Some(true), Some(false))
@@ -214,7 +204,7 @@ fn latency_writes_json_csv_and_trace() {
 
 #[test]
 fn latency_json_on_stdout_for_other_and_deadline() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     for args in [
@@ -305,7 +295,7 @@ fn latency_bad_input_is_one_line_naming_the_flag() {
 #[test]
 fn unprivileged_real_time_is_a_privilege_error() {
     use std::os::unix::process::CommandExt;
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     // Run as `nobody` with RLIMIT_RTPRIO 0: SCHED_FIFO must be refused with the fix named.
@@ -363,7 +353,7 @@ fn orphaned_stress_workers() -> Vec<u32> {
 
 #[test]
 fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -401,14 +391,10 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("measuring") {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "no 'measuring' line");
-    }
-    sleep_ms(1_500);
+    support::wait_for_line(&mut err, "measuring");
+    support::sleep_ms(1_500);
     // Partial results are already on disk while the run goes.
-    let partial = json(&j);
+    let partial = support::read_json(&j);
     assert_eq!(partial["complete"], false);
     assert!(partial["data"]["threads"][0]["samples"].as_u64().unwrap() > 0);
     let pid = i32::try_from(child.id()).unwrap();
@@ -416,7 +402,7 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    let v = json(&j);
+    let v = support::read_json(&j);
     assert_eq!(
         (v["complete"].as_bool(), v["interrupted"].as_bool()),
         (Some(true), Some(true))
@@ -448,14 +434,10 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("measuring") {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0);
-    }
+    support::wait_for_line(&mut err, "measuring");
     child.kill().unwrap();
     child.wait().unwrap();
-    sleep_ms(300);
+    support::sleep_ms(300);
     assert!(
         orphaned_stress_workers().is_empty(),
         "orphans: {:?}",
@@ -463,17 +445,9 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
     );
 }
 
-#[allow(
-    clippy::disallowed_methods,
-    reason = "test pacing, not a real-time path"
-)]
-fn sleep_ms(ms: u64) {
-    std::thread::sleep(std::time::Duration::from_millis(ms));
-}
-
 #[test]
 fn matrix_runs_sixteen_cells_and_writes_one_file_each() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -493,13 +467,13 @@ fn matrix_runs_sixteen_cells_and_writes_one_file_each() {
         stdout.contains("SCHED_DEADLINE 800us") && stdout.contains("heavy"),
         "{stdout}"
     );
-    let v = json(&out_dir.join("summary.json"));
+    let v = support::read_json(&out_dir.join("summary.json"));
     let cells = v["data"]["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 16);
     for c in cells {
         assert!(c["error"].is_null(), "{c}");
         let f = out_dir.join(c["result_file"].as_str().unwrap());
-        let cell = json(&f);
+        let cell = support::read_json(&f);
         assert_eq!(cell["kind"], "latency");
         assert_eq!(cell["data"]["settings"]["interval_ns"], 4_000_000);
         assert!(
@@ -526,7 +500,7 @@ fn matrix_bad_input() {
 
 #[test]
 fn wakeup_measures_every_source_and_skips_gpio_clearly() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -557,7 +531,7 @@ fn wakeup_measures_every_source_and_skips_gpio_clearly() {
         stdout.contains("skipped: no GPIO chip at /nonexistent/gpiochip0"),
         "{stdout}"
     );
-    let v = json(&j);
+    let v = support::read_json(&j);
     let cases = v["data"]["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 5);
     for c in cases.iter().filter(|c| c["source"] != "gpio") {
@@ -611,7 +585,7 @@ fn wakeup_bad_input() {
 
 #[test]
 fn break_at_stops_the_run_at_the_first_late_sample() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -638,7 +612,7 @@ fn break_at_stops_the_run_at_the_first_late_sample() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("break-at: thread 0 cycle"), "{stdout}");
-    let v = json(&j);
+    let v = support::read_json(&j);
     assert_eq!(v["interrupted"], true);
     let b = &v["data"]["break_event"];
     assert!(b["latency_ns"].as_u64().unwrap() > 1_000, "{b}");

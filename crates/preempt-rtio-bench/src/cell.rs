@@ -20,7 +20,7 @@ use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::fdio;
 use preempt_io::sys::procstat;
 use preempt_io::sys::sched::{self, Policy};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Consumer design.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -91,51 +91,55 @@ pub struct CellSpec {
     pub extras_only: bool,
 }
 
-/// Results of one cell (units in field names).
-#[derive(Clone, Debug, Default, Serialize)]
+/// Results of one cell (units in field names). Also the cell type of preempt's results schema
+/// (`preempt_cli::results::rtio::RtioCell` is this type), so it deserializes too.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
-    /// IMU ODR.
+    /// IMU output data rate.
     pub odr_hz: u32,
-    /// Extra streams, e.g. "2@400Hz" or "none".
+    /// Extra accelerometer streams, e.g. `none`, `1@100Hz`, `2@400Hz`.
     pub extra_streams: String,
-    /// "thread" or "rtio".
+    /// `thread` or `rtio` (or another [`Design::label`]).
     pub design: String,
-    /// "spi", "spi-txn" or "memfd".
+    /// `spi`, `spi-txn` or `memfd`.
     pub bus: String,
     /// SPI bus time per byte (0 for memfd).
     pub bus_ns_per_byte: u32,
-    /// RTIO backend and reason (RTIO design only).
+    /// RTIO backend used and why (RTIO cells only).
     pub rtio_backend: Option<String>,
-    /// Per-sample compute.
+    /// Per-sample compute load.
     pub work_us: u32,
-    /// Measurement window.
+    /// Measured window.
     pub duration_ns: u64,
     /// Frames processed, all devices.
     pub samples_processed: u64,
     /// IMU frames processed.
     pub imu_samples_processed: u64,
-    /// Busy share of the consumer CPU (/proc/stat, includes irq/softirq).
+    /// Busy share of the consumer CPU from `/proc/stat` (includes irq/softirq time, like
+    /// Zephyr's `cpu_load`).
     pub consumer_cpu_load_pct: f64,
-    /// Process CPU time / wall time (all consumer threads, incl. io_uring workers).
+    /// Process CPU time over wall time (all consumer threads, io_uring workers included).
     pub process_cpu_pct: f64,
     /// Process CPU time per processed frame, ns: the cost of one sample, independent of how
-    /// many samples the simulator managed to generate on a loaded machine.
+    /// many samples the simulator generated on a loaded machine (0 in files written before
+    /// the field existed).
+    #[serde(default)]
     pub process_cpu_per_sample_ns: f64,
-    /// Latency sample stored (INT) → processed, IMU frames.
+    /// Latency sample stored (= interrupt) → processed, IMU frames: median.
     pub latency_p50_ns: u64,
     /// 99th percentile.
     pub latency_p99_ns: u64,
     /// Maximum.
     pub latency_max_ns: u64,
-    /// Peak-to-peak of the IMU processing period.
+    /// Peak-to-peak of the IMU's processing period.
     pub jitter_pp_ns: u64,
-    /// Standard deviation of the IMU processing period around 1/ODR.
+    /// Standard deviation of the processing period around 1/ODR.
     pub jitter_sigma_ns: f64,
     /// Samples never processed (sequence gaps, all devices).
     pub missed_events: u64,
-    /// Of which: dropped by a full FIFO (simulator counter).
+    /// Samples the simulated FIFOs dropped when full (simulator counter).
     pub fifo_full_drops: u64,
-    /// Simulator timer ticks served late (threat to validity).
+    /// Simulator timer ticks served late (a threat to validity).
     pub sim_overruns: u64,
     /// Process context switches per processed sample.
     pub context_switches_per_sample: f64,
@@ -149,7 +153,13 @@ pub struct CellResult {
 }
 
 impl CellResult {
-    /// Whether any event was missed.
+    /// Events lost, counted once: sequence gaps, or the FIFO's drops where those are more
+    /// (the benchmark's table and preempt's report show this number).
+    pub fn missed_total(&self) -> u64 {
+        self.missed_events.max(self.fifo_full_drops)
+    }
+
+    /// Whether any event was missed (the talk's "Missing events").
     pub fn missed(&self) -> bool {
         self.missed_events > 0 || self.fifo_full_drops > 0
     }

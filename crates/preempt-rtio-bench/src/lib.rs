@@ -144,7 +144,7 @@ fn sweep(
             return Ok(None);
         }
         let r = cell::run_cell(&cfg.imu_sim, &spec(cfg, bus, odr, &extra, design, w))?;
-        let missed = r.missed_events.max(r.fifo_full_drops);
+        let missed = r.missed_total();
         eprintln!(
             "  sweep {:<5} {:<6} work {:>4} us: missed {missed}, cpu {:.1}%",
             bus.label(),
@@ -163,7 +163,7 @@ fn sweep(
         // longer than the FIFO (16 ms at 6400 Hz) loses samples at any workload. A workload
         // counts as missing events only if it misses in two runs in a row.
         let r = cell::run_cell(&cfg.imu_sim, &spec(cfg, bus, odr, &extra, design, w))?;
-        let again = r.missed_events.max(r.fifo_full_drops);
+        let again = r.missed_total();
         eprintln!(
             "  sweep {:<5} {:<6} work {:>4} us: retry missed {again}",
             bus.label(),

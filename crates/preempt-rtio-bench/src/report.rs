@@ -118,7 +118,7 @@ pub fn table(cells: &[CellResult]) -> String {
                 xbest,
                 lat,
                 format!("{}/{}", us(c.jitter_pp_ns), us(c.jitter_sigma_ns as u64)),
-                c.missed_events.max(c.fifo_full_drops),
+                c.missed_total(),
                 c.context_switches_per_sample,
                 if c.rtio_backend.is_some() {
                     c.iowq_workers.to_string()

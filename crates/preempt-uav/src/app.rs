@@ -66,6 +66,12 @@ pub fn run(setup: Setup) -> i32 {
     flight::run()
 }
 
+/// The app's accounting (after [`run`]): the runtime's own release latency of `control`
+/// (start − scheduled release), its skipped releases and deadline misses.
+pub fn stats() -> preempt::AppStats {
+    flight::stats()
+}
+
 fn now_ns() -> u64 {
     preempt::Instant::now().as_nanos()
 }

@@ -274,6 +274,25 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         ..FlightCell::default()
     };
     result::fill_quality(&mut cell, &cfg.mission, &records, &reference);
+    // The runtime's exact release latency of `control` replaces the grid-based summary.
+    let stats = app::stats();
+    if let Some(t) = stats.tasks.iter().find(|t| t.stats.name == "control") {
+        let h = &t.stats.release_latency;
+        if h.count > 0 {
+            let p = h.percentiles();
+            cell.latency = result::TimeSummary {
+                count: h.count,
+                min: h.min_ns.unwrap_or(0),
+                mean: h.mean_ns().unwrap_or(0.0) as u64,
+                p50: p.p50_ns,
+                p90: p.p90_ns,
+                p99: p.p99_ns,
+                p99_9: p.p99_9_ns,
+                p99_99: p.p99_99_ns,
+                max: h.max_ns.unwrap_or(0),
+            };
+        }
+    }
     cell.missed_periods = expected.saturating_sub(cell.flown_steps);
     cell.crashed |= sim_crashed; // also a crash after the last frame
     Ok((cell, out))

@@ -80,7 +80,9 @@ pub struct FlightCell {
     pub interrupted: bool,
     /// Why it stopped early, or why it did not fly.
     pub error: Option<String>,
-    /// Release latency (job start − release), ns.
+    /// Release latency (job start − scheduled release), ns, from preempt's own accounting of
+    /// the `control` task (the runtime's release times); the per-step series and box plot
+    /// measure against the app's 4 ms grid instead (see `latency_box_us`).
     pub latency: TimeSummary,
     /// The cascade's compute time per step, ns.
     pub compute_ns: TimeSummary,
@@ -104,7 +106,9 @@ pub struct FlightCell {
     pub crashed: bool,
     /// The reference flight crashed (it never should).
     pub reference_crashed: bool,
-    /// Latency distribution for the box plot, µs.
+    /// Latency distribution for the box plot, µs: job start − release on the grid the
+    /// set-up job starts just after the app's gate (under-reads the runtime's figure by that
+    /// offset, a few µs).
     pub latency_box_us: Quartiles,
     /// Position-error distribution for the box plot, m.
     pub position_error_box_m: Quartiles,

@@ -11,7 +11,7 @@ use std::time::Duration;
 mod child_process;
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
-use child_process::{privileged, requested_app, run_child, text};
+use child_process::{privileged, run_child, run_child_ok, run_requested_app, text};
 use counting_alloc::ALLOCATIONS;
 
 /// 16 spawns from one thread run in spawn order, on each of the three paths (from another
@@ -410,29 +410,22 @@ static NO_ALLOC_BEFORE: AtomicU64 = AtomicU64::new(0);
 /// Runs the app named by `PREEMPT_TEST_CHILD` (when this binary is a child).
 #[test]
 fn child() {
-    let Some(name) = requested_app() else {
-        return; // the parent run: nothing to do here
-    };
-    let code = match name.as_str() {
-        "fifo" => fifo::run(),
-        "no_starvation" => no_starvation::run(),
-        "threads" => threads::run(),
-        "panic_stop" => panic_stop::run(),
-        "panic_continue" => panic_continue::run(),
-        "panic_same_level_continue" => panic_same_level_continue::run(),
-        "panic_same_level_stop" => panic_same_level_stop::run(),
-        "queues" => queues::run(),
-        "no_alloc" => no_alloc::run(),
-        other => panic!("unknown child app {other}"),
-    };
-    std::process::exit(code);
+    run_requested_app(&[
+        ("fifo", fifo::run),
+        ("no_starvation", no_starvation::run),
+        ("threads", threads::run),
+        ("panic_stop", panic_stop::run),
+        ("panic_continue", panic_continue::run),
+        ("panic_same_level_continue", panic_same_level_continue::run),
+        ("panic_same_level_stop", panic_same_level_stop::run),
+        ("queues", queues::run),
+        ("no_alloc", no_alloc::run),
+    ]);
 }
 
 #[test]
 fn sixteen_spawns_from_one_thread_run_in_spawn_order() {
-    let out = run_child("fifo", &[], 3, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("fifo", &[], 3, Duration::from_secs(30));
     let expected: Vec<String> = (0..16).map(|i| i.to_string()).collect();
     let expected = expected.join(" ");
     for phase in 0..3 {
@@ -445,9 +438,7 @@ fn sixteen_spawns_from_one_thread_run_in_spawn_order() {
 
 #[test]
 fn a_busy_same_priority_ping_pong_does_not_starve_timers_or_remote_spawns() {
-    let out = run_child("no_starvation", &[], 3, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("no_starvation", &[], 3, Duration::from_secs(30));
     assert!(
         stdout.contains(
             "timed and remote spawns ran during the ping-pong\nping-pong went on: true\n"
@@ -458,9 +449,7 @@ fn a_busy_same_priority_ping_pong_does_not_starve_timers_or_remote_spawns() {
 
 #[test]
 fn executor_threads_are_named_scheduled_and_pinned() {
-    let out = run_child("threads", &[], 3, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("threads", &[], 3, Duration::from_secs(30));
     assert!(stdout.contains("name: preempt-p3\n"), "{stdout}");
     assert!(stdout.contains("cpus: [0]\n"), "{stdout}");
     if privileged(3) {
@@ -520,9 +509,7 @@ fn on_panic_continue_releases_locks_and_runs_later_spawns() {
 
 #[test]
 fn full_queues_give_arguments_back_and_timers_run_in_release_order() {
-    let out = run_child("queues", &[], 3, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("queues", &[], 3, Duration::from_secs(30));
     assert!(
         stdout.contains(
             "spawn 1: Ok(())\nspawn 2: Ok(())\nspawn 3: Err((3, \"three\"))\ntimed 4: Err(40)\n"
@@ -539,9 +526,7 @@ fn full_queues_give_arguments_back_and_timers_run_in_release_order() {
 
 #[test]
 fn spawn_dispatch_and_lock_do_not_allocate() {
-    let out = run_child("no_alloc", &[], 3, Duration::from_secs(60));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("no_alloc", &[], 3, Duration::from_secs(60));
     assert!(
         stdout.contains("allocations on the hot path: 0\n"),
         "{stdout}"

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 #[path = "support/child.rs"]
 mod child_process;
-use child_process::{privileged, requested_app, run_child, text};
+use child_process::{privileged, requested_app, run_child, run_requested_app, text};
 
 /// `victim` (priority 1, every 2 ms, deadline 1 ms) and `hog` (priority 5, every 20 ms,
 /// busy for 3 ms) on CPU 1: each hog job delays one or two victim releases past their
@@ -41,14 +41,7 @@ mod hogged {
 
 #[test]
 fn child() {
-    let Some(name) = requested_app() else {
-        return; // the parent run
-    };
-    let code = match name.as_str() {
-        "hogged" => hogged::run(),
-        other => panic!("unknown app {other}"),
-    };
-    std::process::exit(code);
+    run_requested_app(&[("hogged", hogged::run)]);
 }
 
 fn skip_or_fail(why: &str) {

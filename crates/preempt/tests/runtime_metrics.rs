@@ -17,7 +17,7 @@ mod counting_alloc;
 #[path = "../../preempt-metrics/tests/support/mod.rs"]
 mod prom;
 
-use child_process::{requested_app, run_child, text};
+use child_process::{run_child, run_requested_app, text};
 
 /// A 1 ms periodic task; the port in the macro is replaced by `PREEMPT_METRICS`.
 #[preempt::app(main = false, metrics = "127.0.0.1:9")]
@@ -47,14 +47,7 @@ mod metrics_app {
 
 #[test]
 fn child() {
-    let Some(name) = requested_app() else {
-        return;
-    };
-    let code = match name.as_str() {
-        "metrics_app" => metrics_app::run(),
-        other => panic!("unknown child app {other}"),
-    };
-    std::process::exit(code);
+    run_requested_app(&[("metrics_app", metrics_app::run)]);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 #[path = "support/child.rs"]
 mod child_process;
-use child_process::{requested_app, run_child, text};
+use child_process::{run_child_ok, run_requested_app};
 
 /// Priority-0 async tasks (RTIC v2: they run when no other task does) run on a SCHED_OTHER
 /// thread, and share resources with the real-time levels.
@@ -143,23 +143,16 @@ mod mono_patterns {
 
 #[test]
 fn child() {
-    let Some(name) = requested_app() else {
-        return; // the parent run: nothing to do here
-    };
-    let code = match name.as_str() {
-        "zero_priority" => zero_priority::run(),
-        "cfg_items" => cfg_items::run(),
-        "mono_patterns" => mono_patterns::run(),
-        other => panic!("unknown child app {other}"),
-    };
-    std::process::exit(code);
+    run_requested_app(&[
+        ("zero_priority", zero_priority::run),
+        ("cfg_items", cfg_items::run),
+        ("mono_patterns", mono_patterns::run),
+    ]);
 }
 
 #[test]
 fn priority_zero_tasks_run_on_a_sched_other_thread() {
-    let out = run_child("zero_priority", &[], 1, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("zero_priority", &[], 1, Duration::from_secs(30));
     assert!(
         stdout.contains("order: [\"urgent\", \"background\"]\n"),
         "{stdout}"
@@ -173,9 +166,7 @@ fn priority_zero_tasks_run_on_a_sched_other_thread() {
 
 #[test]
 fn cfg_keeps_enabled_resources_and_tasks_and_drops_the_others() {
-    let out = run_child("cfg_items", &[], 1, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("cfg_items", &[], 1, Duration::from_secs(30));
     // The child's stdout starts with the test harness's own lines.
     assert!(stdout.ends_with("child ... kept: 43\n"), "{stdout}");
     assert!(!stdout.contains("gone"), "{stdout}");
@@ -183,9 +174,7 @@ fn cfg_keeps_enabled_resources_and_tasks_and_drops_the_others() {
 
 #[test]
 fn mono_now_delay_delay_until_and_timeouts_behave_as_in_rtic() {
-    let out = run_child("mono_patterns", &[], 2, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("mono_patterns", &[], 2, Duration::from_secs(30));
     assert!(
         stdout.ends_with(
             "child ... delay waited at least 2 ms: true\ndelay_until reached its instant: true\n\

@@ -14,7 +14,7 @@ use std::time::Duration;
 mod child_process;
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
-use child_process::{pause, privileged, requested_app, run_child, text};
+use child_process::{pause, privileged, run_child, run_child_ok, run_requested_app, text};
 use counting_alloc::ALLOCATIONS;
 
 /// rtic-sync between async tasks on three executor threads.
@@ -346,25 +346,18 @@ mod gpio_app {
 /// Runs the app named by `PREEMPT_TEST_CHILD` (when this binary is a child).
 #[test]
 fn child() {
-    let Some(name) = requested_app() else {
-        return; // the parent run: nothing to do here
-    };
-    let code = match name.as_str() {
-        "rtic_sync" => rtic_sync_app::run(),
-        "hw" => hw_app::run(),
-        "summary" => summary_app::run(),
-        "no_alloc_tasks" => no_alloc_tasks::run(),
-        "gpio" => gpio_app::run(),
-        other => panic!("unknown child app {other}"),
-    };
-    std::process::exit(code);
+    run_requested_app(&[
+        ("rtic_sync", rtic_sync_app::run),
+        ("hw", hw_app::run),
+        ("summary", summary_app::run),
+        ("no_alloc_tasks", no_alloc_tasks::run),
+        ("gpio", gpio_app::run),
+    ]);
 }
 
 #[test]
 fn rtic_sync_channel_signal_and_arbiter_work_between_async_tasks() {
-    let out = run_child("rtic_sync", &[], 4, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("rtic_sync", &[], 4, Duration::from_secs(30));
     let expected = [
         "second spawn while running: Err(7)",
         "received 100 in order: true",
@@ -378,9 +371,7 @@ fn rtic_sync_channel_signal_and_arbiter_work_between_async_tasks() {
 
 #[test]
 fn timerfd_and_eventfd_tasks_run_on_spinning_levels() {
-    let out = run_child("hw", &[], 4, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("hw", &[], 4, Duration::from_secs(30));
     assert!(stdout.contains("eventfd signals: 10\n"), "{stdout}");
     assert!(
         stdout.contains("timer expirations >= 20: true\n"),
@@ -484,9 +475,7 @@ fn soft_mode_summary_says_the_analysis_does_not_hold() {
 
 #[test]
 fn async_periodic_hardware_and_bridge_paths_do_not_allocate() {
-    let out = run_child("no_alloc_tasks", &[], 4, Duration::from_secs(60));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("no_alloc_tasks", &[], 4, Duration::from_secs(60));
     assert!(
         stdout.contains("allocations on the task paths: 0\n"),
         "{stdout}"
@@ -513,8 +502,6 @@ fn gpio_line_events_bind_to_a_hardware_task() {
         eprintln!("skipped: every line of {} is in use", path.display());
         return;
     }
-    let out = run_child("gpio", &[], 4, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok("gpio", &[], 4, Duration::from_secs(30));
     assert!(stdout.contains("gpio line bound and polled"), "{stdout}");
 }

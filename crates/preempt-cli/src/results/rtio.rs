@@ -5,8 +5,9 @@
 //! serialize-only, its own `schema_version`). This module is the adapter into preempt's one
 //! results schema: the same numbers, field for field, as deserializable types inside a
 //! [`ResultFile`](super::ResultFile), so `preempt report`, `preempt compare` and the history
-//! read them like any other run. The conversions destructure the benchmark's structs without
-//! `..`, so a field added there fails to compile here instead of being dropped silently.
+//! read them like any other run. A cell is the benchmark's own `CellResult` (it deserializes);
+//! the other conversions destructure the benchmark's structs without `..`, so a field added
+//! there fails to compile here instead of being dropped silently.
 //!
 //! ```
 //! use preempt_cli::results::rtio::{RtioBenchResult, RtioCell};
@@ -19,7 +20,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use preempt_rtio_bench::cell::CellResult;
 use preempt_rtio_bench::report::{BreakPoint, Document};
 
 /// The settings a run used (after the benchmark's own validation).
@@ -49,77 +49,8 @@ pub struct RtioSettings {
 }
 
 /// One cell of the table: one design at one ODR with one set of extra streams on one bus.
-/// Field for field `preempt_rtio_bench::cell::CellResult`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RtioCell {
-    /// IMU output data rate.
-    pub odr_hz: u32,
-    /// Extra accelerometer streams, e.g. `none`, `1@100Hz`, `2@400Hz`.
-    pub extra_streams: String,
-    /// `thread` or `rtio`.
-    pub design: String,
-    /// `spi`, `spi-txn` or `memfd`.
-    pub bus: String,
-    /// SPI bus time per byte (0 for memfd).
-    pub bus_ns_per_byte: u32,
-    /// RTIO backend used and why (RTIO cells only).
-    pub rtio_backend: Option<String>,
-    /// Per-sample compute load.
-    pub work_us: u32,
-    /// Measured window.
-    pub duration_ns: u64,
-    /// Frames processed, all devices.
-    pub samples_processed: u64,
-    /// IMU frames processed.
-    pub imu_samples_processed: u64,
-    /// Busy share of the consumer CPU from `/proc/stat` (includes irq/softirq time, like
-    /// Zephyr's `cpu_load`).
-    pub consumer_cpu_load_pct: f64,
-    /// Process CPU time over wall time (all consumer threads, io_uring workers included).
-    pub process_cpu_pct: f64,
-    /// Process CPU time per processed frame, ns: the cost of one sample, independent of how
-    /// many samples the simulator generated on a loaded machine (0 in files written before
-    /// the field existed).
-    #[serde(default)]
-    pub process_cpu_per_sample_ns: f64,
-    /// Latency sample stored (= interrupt) → processed, IMU frames: median.
-    pub latency_p50_ns: u64,
-    /// 99th percentile.
-    pub latency_p99_ns: u64,
-    /// Maximum.
-    pub latency_max_ns: u64,
-    /// Peak-to-peak of the IMU's processing period.
-    pub jitter_pp_ns: u64,
-    /// Standard deviation of the processing period around 1/ODR.
-    pub jitter_sigma_ns: f64,
-    /// Samples never processed (sequence gaps, all devices).
-    pub missed_events: u64,
-    /// Samples the simulated FIFOs dropped when full (simulator counter).
-    pub fifo_full_drops: u64,
-    /// Simulator timer ticks served late (a threat to validity).
-    pub sim_overruns: u64,
-    /// Process context switches per processed sample.
-    pub context_switches_per_sample: f64,
-    /// Whether the consumer got SCHED_FIFO.
-    pub consumer_sched_fifo: bool,
-    /// io_uring io-wq workers alive at the end of the window.
-    pub iowq_workers: u32,
-    /// SPI transfers the simulator's bus served per processed frame.
-    pub bus_transfers_per_sample: f64,
-}
-
-impl RtioCell {
-    /// Events lost, counted once: sequence gaps, or the FIFO's drops where those are more
-    /// (the benchmark's own table shows the same number).
-    pub fn missed_total(&self) -> u64 {
-        self.missed_events.max(self.fifo_full_drops)
-    }
-
-    /// Whether the design missed events in this cell (the talk's "Missing events").
-    pub fn missed(&self) -> bool {
-        self.missed_events > 0 || self.fifo_full_drops > 0
-    }
-}
+/// The benchmark's own cell type, serialized and read back as is (one type, one place).
+pub use preempt_rtio_bench::cell::CellResult as RtioCell;
 
 /// One `--work-us` trial of a sweep.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,7 +136,7 @@ impl RtioBenchResult {
         } = doc;
         self.bench_schema_version = *schema_version;
         self.io_uring_disabled = sysinfo.io_uring_disabled;
-        self.cells.extend(cells.iter().map(RtioCell::from));
+        self.cells.extend(cells.iter().cloned());
         self.sweep.extend(sweep.iter().map(RtioBreakPoint::from));
         for n in notes {
             // The load average changes between calls: keep the latest only.
@@ -334,65 +265,6 @@ impl RtioBenchResult {
     }
 }
 
-impl From<&CellResult> for RtioCell {
-    fn from(c: &CellResult) -> RtioCell {
-        let CellResult {
-            odr_hz,
-            extra_streams,
-            design,
-            bus,
-            bus_ns_per_byte,
-            rtio_backend,
-            work_us,
-            duration_ns,
-            samples_processed,
-            imu_samples_processed,
-            consumer_cpu_load_pct,
-            process_cpu_pct,
-            process_cpu_per_sample_ns,
-            latency_p50_ns,
-            latency_p99_ns,
-            latency_max_ns,
-            jitter_pp_ns,
-            jitter_sigma_ns,
-            missed_events,
-            fifo_full_drops,
-            sim_overruns,
-            context_switches_per_sample,
-            consumer_sched_fifo,
-            iowq_workers,
-            bus_transfers_per_sample,
-        } = c.clone();
-        RtioCell {
-            odr_hz,
-            extra_streams,
-            design,
-            bus,
-            bus_ns_per_byte,
-            rtio_backend,
-            work_us,
-            duration_ns,
-            samples_processed,
-            imu_samples_processed,
-            consumer_cpu_load_pct,
-            process_cpu_pct,
-            process_cpu_per_sample_ns,
-            latency_p50_ns,
-            latency_p99_ns,
-            latency_max_ns,
-            jitter_pp_ns,
-            jitter_sigma_ns,
-            missed_events,
-            fifo_full_drops,
-            sim_overruns,
-            context_switches_per_sample,
-            consumer_sched_fifo,
-            iowq_workers,
-            bus_transfers_per_sample,
-        }
-    }
-}
-
 impl From<&BreakPoint> for RtioBreakPoint {
     fn from(b: &BreakPoint) -> RtioBreakPoint {
         let BreakPoint {
@@ -427,19 +299,19 @@ mod tests {
     use super::*;
     use preempt_rtio_bench::report::SysInfo as BenchSysInfo;
 
-    fn bench_cell(design: &str, missed: u64) -> CellResult {
-        CellResult {
+    fn bench_cell(design: &str, missed: u64) -> RtioCell {
+        RtioCell {
             odr_hz: 6400,
             extra_streams: "2@400Hz".into(),
             design: design.into(),
             bus: "spi".into(),
             latency_p99_ns: 296_800,
             missed_events: missed,
-            ..CellResult::default()
+            ..RtioCell::default()
         }
     }
 
-    fn doc(cells: Vec<CellResult>, load: &str) -> Document {
+    fn doc(cells: Vec<RtioCell>, load: &str) -> Document {
         Document {
             schema_version: 2,
             tool: "rtio-bench",
@@ -510,10 +382,7 @@ mod tests {
     #[test]
     fn headline_names_missed_events_or_break_points() {
         let mut r = RtioBenchResult {
-            cells: vec![
-                RtioCell::from(&bench_cell("thread", 312)),
-                RtioCell::from(&bench_cell("rtio", 0)),
-            ],
+            cells: vec![bench_cell("thread", 312), bench_cell("rtio", 0)],
             ..RtioBenchResult::default()
         };
         assert_eq!(r.headline(), "2 cells, missed events thread 312 / rtio 0");

@@ -113,6 +113,35 @@ pub(crate) fn run_child(
     run_with_watchdog(cmd, &format!("child app {app}"), timeout)
 }
 
+/// [`run_child`] for a child that must succeed: returns its stdout; a failure fails the test
+/// with what the child printed.
+pub(crate) fn run_child_ok(
+    app: &str,
+    env: &[(&str, &str)],
+    max_priority: u8,
+    timeout: Duration,
+) -> String {
+    let out = run_child(app, env, max_priority, timeout);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    stdout
+}
+
+/// A child app by name: `(name, run)`, `run` returning the exit code.
+pub(crate) type ChildApp = (&'static str, fn() -> i32);
+
+/// The body of a test binary's `child` test: in a re-executed child, runs the app of `apps`
+/// that [`CHILD_ENV`] names and exits with its code; in the parent run, returns.
+pub(crate) fn run_requested_app(apps: &[ChildApp]) {
+    let Some(name) = requested_app() else {
+        return; // the parent run: nothing to do here
+    };
+    let Some((_, run)) = apps.iter().find(|(n, _)| *n == name) else {
+        panic!("unknown child app {name}");
+    };
+    std::process::exit(run());
+}
+
 /// The app this process should run, when it is a re-executed child.
 pub(crate) fn requested_app() -> Option<String> {
     std::env::var(CHILD_ENV).ok()
