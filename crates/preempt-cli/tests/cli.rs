@@ -21,6 +21,19 @@ fn preempt() -> Command {
     c
 }
 
+/// Runs `cmd`, which must succeed (else the test fails with its stderr and stdout), and
+/// returns its stdout.
+fn success_stdout(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// Asserts a usage error: exit 2 and one line on stderr that starts with `preempt: ` and
 /// contains `needle`.
 fn assert_usage_error(args: &[&str], needle: &str) {
@@ -128,31 +141,25 @@ fn latency_writes_json_csv_and_trace() {
         dir.path().join("r.csv"),
         dir.path().join("t.csv"),
     );
-    let out = preempt()
-        .args([
-            "latency",
-            "--loops",
-            "200",
-            "--interval",
-            "1000",
-            "--cpus",
-            "0",
-            "--work-us",
-            "20",
-        ])
-        .arg("--export-json")
-        .arg(&j)
-        .arg("--export-csv")
-        .arg(&c)
-        .arg("--trace-samples")
-        .arg(&t)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = success_stdout(
+        preempt()
+            .args([
+                "latency",
+                "--loops",
+                "200",
+                "--interval",
+                "1000",
+                "--cpus",
+                "0",
+                "--work-us",
+                "20",
+            ])
+            .arg("--export-json")
+            .arg(&j)
+            .arg("--export-csv")
+            .arg(&c)
+            .arg("--trace-samples")
+            .arg(&t),
     );
     assert!(
         stdout.contains("wake-up latency")
@@ -452,16 +459,10 @@ fn matrix_runs_sixteen_cells_and_writes_one_file_each() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("m");
-    let out = preempt()
-        .args(["matrix", "--duration", "100ms", "--cpus", "0", "--out-dir"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = success_stdout(
+        preempt()
+            .args(["matrix", "--duration", "100ms", "--cpus", "0", "--out-dir"])
+            .arg(&out_dir),
     );
     assert!(
         stdout.contains("SCHED_DEADLINE 800us") && stdout.contains("heavy"),
@@ -505,27 +506,21 @@ fn wakeup_measures_every_source_and_skips_gpio_clearly() {
     }
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("w.json");
-    let out = preempt()
-        .args([
-            "wakeup",
-            "--samples",
-            "200",
-            "--interval",
-            "500",
-            "--load",
-            "idle",
-            "--gpio-chip",
-            "/nonexistent/gpiochip0",
-            "--export-json",
-        ])
-        .arg(&j)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = success_stdout(
+        preempt()
+            .args([
+                "wakeup",
+                "--samples",
+                "200",
+                "--interval",
+                "500",
+                "--load",
+                "idle",
+                "--gpio-chip",
+                "/nonexistent/gpiochip0",
+                "--export-json",
+            ])
+            .arg(&j),
     );
     assert!(
         stdout.contains("skipped: no GPIO chip at /nonexistent/gpiochip0"),
@@ -542,27 +537,19 @@ fn wakeup_measures_every_source_and_skips_gpio_clearly() {
             "{c}"
         );
     }
-    let out = preempt()
-        .args([
-            "wakeup",
-            "--samples",
-            "100",
-            "--sources",
-            "eventfd,signal",
-            "--load",
-            "stress",
-            "--stress",
-            "cpu",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = serde_json::from_str(&success_stdout(preempt().args([
+        "wakeup",
+        "--samples",
+        "100",
+        "--sources",
+        "eventfd,signal",
+        "--load",
+        "stress",
+        "--stress",
+        "cpu",
+        "--json",
+    ])))
+    .unwrap();
     let cases = v["data"]["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2);
     assert!(
@@ -591,25 +578,19 @@ fn break_at_stops_the_run_at_the_first_late_sample() {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("b.json");
     // 1 us is exceeded by (nearly) every wake-up: the run must stop almost at once.
-    let out = preempt()
-        .args([
-            "latency",
-            "--loops",
-            "5000",
-            "--cpus",
-            "0",
-            "--break-at",
-            "1",
-            "--export-json",
-        ])
-        .arg(&j)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = success_stdout(
+        preempt()
+            .args([
+                "latency",
+                "--loops",
+                "5000",
+                "--cpus",
+                "0",
+                "--break-at",
+                "1",
+                "--export-json",
+            ])
+            .arg(&j),
     );
     assert!(stdout.contains("break-at: thread 0 cycle"), "{stdout}");
     let v = support::read_json(&j);
