@@ -88,7 +88,7 @@ pub enum DemoCommand {
     /// hover, a 1 m square, land. DIR/uav.json (kind demo_uav): release latency, missed
     /// periods, compute time, and position/attitude error against the same mission flown
     /// with ideal timing, crash or not; DIR/uav.mcap for Foxglove. `--matrix` flies the
-    /// study's 8 policies x idle/heavy stress, one flight per cell (DIR/<stress>-<policy>/).
+    /// study's 8 policies x idle/heavy stress, one flight per cell (DIR/STRESS-POLICY/).
     Uav(UavArgs),
 }
 
