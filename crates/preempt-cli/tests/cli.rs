@@ -3,7 +3,7 @@
 //! Runs are kept short (`--loops 200 --interval 1000`, `--duration 100ms`) so the whole file
 //! takes seconds. Tests that need SCHED_FIFO skip with a message when not privileged.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Command as StdCommand, Stdio};
 
 use assert_cmd::Command;
@@ -21,17 +21,17 @@ fn preempt() -> Command {
     c
 }
 
-fn privileged() -> bool {
-    let ok = preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
-        .unwrap_or(false);
-    if !ok {
-        support::skip_unprivileged("needs CAP_SYS_NICE (run as root) for SCHED_FIFO");
-    }
-    ok
-}
-
-fn json(path: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+/// Runs `cmd`, which must succeed (else the test fails with its stderr and stdout), and
+/// returns its stdout.
+fn success_stdout(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
 
 /// Asserts a usage error: exit 2 and one line on stderr that starts with `preempt: ` and
@@ -97,7 +97,10 @@ fn check_prints_every_item_and_exit_code_follows_failures() {
     assert!(items.len() >= 15);
     assert!(items.iter().any(|i| i["id"] == "fair-server"));
     assert_eq!(
-        json(&file)["data"]["items"].as_array().unwrap().len(),
+        support::read_json(&file)["data"]["items"]
+            .as_array()
+            .unwrap()
+            .len(),
         items.len()
     );
     assert_eq!(v["sysinfo"]["argv"][1], "check");
@@ -129,7 +132,7 @@ fn closed_stdout_exits_zero() {
 
 #[test]
 fn latency_writes_json_csv_and_trace() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -138,31 +141,25 @@ fn latency_writes_json_csv_and_trace() {
         dir.path().join("r.csv"),
         dir.path().join("t.csv"),
     );
-    let out = preempt()
-        .args([
-            "latency",
-            "--loops",
-            "200",
-            "--interval",
-            "1000",
-            "--cpus",
-            "0",
-            "--work-us",
-            "20",
-        ])
-        .arg("--export-json")
-        .arg(&j)
-        .arg("--export-csv")
-        .arg(&c)
-        .arg("--trace-samples")
-        .arg(&t)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = success_stdout(
+        preempt()
+            .args([
+                "latency",
+                "--loops",
+                "200",
+                "--interval",
+                "1000",
+                "--cpus",
+                "0",
+                "--work-us",
+                "20",
+            ])
+            .arg("--export-json")
+            .arg(&j)
+            .arg("--export-csv")
+            .arg(&c)
+            .arg("--trace-samples")
+            .arg(&t),
     );
     assert!(
         stdout.contains("wake-up latency")
@@ -170,7 +167,7 @@ fn latency_writes_json_csv_and_trace() {
             && stdout.contains("verdict:"),
         "{stdout}"
     );
-    let v = json(&j);
+    let v = support::read_json(&j);
     assert_eq!(
         (v["complete"].as_bool(), v["interrupted"].as_bool()),
         (Some(true), Some(false))
@@ -214,7 +211,7 @@ fn latency_writes_json_csv_and_trace() {
 
 #[test]
 fn latency_json_on_stdout_for_other_and_deadline() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     for args in [
@@ -305,7 +302,7 @@ fn latency_bad_input_is_one_line_naming_the_flag() {
 #[test]
 fn unprivileged_real_time_is_a_privilege_error() {
     use std::os::unix::process::CommandExt;
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     // Run as `nobody` with RLIMIT_RTPRIO 0: SCHED_FIFO must be refused with the fix named.
@@ -363,7 +360,7 @@ fn orphaned_stress_workers() -> Vec<u32> {
 
 #[test]
 fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -401,14 +398,10 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("measuring") {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "no 'measuring' line");
-    }
-    sleep_ms(1_500);
+    support::wait_for_line(&mut err, "measuring");
+    support::sleep_ms(1_500);
     // Partial results are already on disk while the run goes.
-    let partial = json(&j);
+    let partial = support::read_json(&j);
     assert_eq!(partial["complete"], false);
     assert!(partial["data"]["threads"][0]["samples"].as_u64().unwrap() > 0);
     let pid = i32::try_from(child.id()).unwrap();
@@ -416,7 +409,7 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    let v = json(&j);
+    let v = support::read_json(&j);
     assert_eq!(
         (v["complete"].as_bool(), v["interrupted"].as_bool()),
         (Some(true), Some(true))
@@ -448,14 +441,10 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
         .spawn()
         .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("measuring") {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0);
-    }
+    support::wait_for_line(&mut err, "measuring");
     child.kill().unwrap();
     child.wait().unwrap();
-    sleep_ms(300);
+    support::sleep_ms(300);
     assert!(
         orphaned_stress_workers().is_empty(),
         "orphans: {:?}",
@@ -463,43 +452,29 @@ fn stress_runs_and_dies_with_the_run_even_on_ctrl_c_and_sigkill() {
     );
 }
 
-#[allow(
-    clippy::disallowed_methods,
-    reason = "test pacing, not a real-time path"
-)]
-fn sleep_ms(ms: u64) {
-    std::thread::sleep(std::time::Duration::from_millis(ms));
-}
-
 #[test]
 fn matrix_runs_sixteen_cells_and_writes_one_file_each() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("m");
-    let out = preempt()
-        .args(["matrix", "--duration", "100ms", "--cpus", "0", "--out-dir"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = success_stdout(
+        preempt()
+            .args(["matrix", "--duration", "100ms", "--cpus", "0", "--out-dir"])
+            .arg(&out_dir),
     );
     assert!(
         stdout.contains("SCHED_DEADLINE 800us") && stdout.contains("heavy"),
         "{stdout}"
     );
-    let v = json(&out_dir.join("summary.json"));
+    let v = support::read_json(&out_dir.join("summary.json"));
     let cells = v["data"]["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 16);
     for c in cells {
         assert!(c["error"].is_null(), "{c}");
         let f = out_dir.join(c["result_file"].as_str().unwrap());
-        let cell = json(&f);
+        let cell = support::read_json(&f);
         assert_eq!(cell["kind"], "latency");
         assert_eq!(cell["data"]["settings"]["interval_ns"], 4_000_000);
         assert!(
@@ -526,38 +501,32 @@ fn matrix_bad_input() {
 
 #[test]
 fn wakeup_measures_every_source_and_skips_gpio_clearly() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("w.json");
-    let out = preempt()
-        .args([
-            "wakeup",
-            "--samples",
-            "200",
-            "--interval",
-            "500",
-            "--load",
-            "idle",
-            "--gpio-chip",
-            "/nonexistent/gpiochip0",
-            "--export-json",
-        ])
-        .arg(&j)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = success_stdout(
+        preempt()
+            .args([
+                "wakeup",
+                "--samples",
+                "200",
+                "--interval",
+                "500",
+                "--load",
+                "idle",
+                "--gpio-chip",
+                "/nonexistent/gpiochip0",
+                "--export-json",
+            ])
+            .arg(&j),
     );
     assert!(
         stdout.contains("skipped: no GPIO chip at /nonexistent/gpiochip0"),
         "{stdout}"
     );
-    let v = json(&j);
+    let v = support::read_json(&j);
     let cases = v["data"]["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 5);
     for c in cases.iter().filter(|c| c["source"] != "gpio") {
@@ -568,27 +537,19 @@ fn wakeup_measures_every_source_and_skips_gpio_clearly() {
             "{c}"
         );
     }
-    let out = preempt()
-        .args([
-            "wakeup",
-            "--samples",
-            "100",
-            "--sources",
-            "eventfd,signal",
-            "--load",
-            "stress",
-            "--stress",
-            "cpu",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = serde_json::from_str(&success_stdout(preempt().args([
+        "wakeup",
+        "--samples",
+        "100",
+        "--sources",
+        "eventfd,signal",
+        "--load",
+        "stress",
+        "--stress",
+        "cpu",
+        "--json",
+    ])))
+    .unwrap();
     let cases = v["data"]["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2);
     assert!(
@@ -611,34 +572,28 @@ fn wakeup_bad_input() {
 
 #[test]
 fn break_at_stops_the_run_at_the_first_late_sample() {
-    if !privileged() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("b.json");
     // 1 us is exceeded by (nearly) every wake-up: the run must stop almost at once.
-    let out = preempt()
-        .args([
-            "latency",
-            "--loops",
-            "5000",
-            "--cpus",
-            "0",
-            "--break-at",
-            "1",
-            "--export-json",
-        ])
-        .arg(&j)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = success_stdout(
+        preempt()
+            .args([
+                "latency",
+                "--loops",
+                "5000",
+                "--cpus",
+                "0",
+                "--break-at",
+                "1",
+                "--export-json",
+            ])
+            .arg(&j),
     );
     assert!(stdout.contains("break-at: thread 0 cycle"), "{stdout}");
-    let v = json(&j);
+    let v = support::read_json(&j);
     assert_eq!(v["interrupted"], true);
     let b = &v["data"]["break_event"];
     assert!(b["latency_ns"].as_u64().unwrap() > 1_000, "{b}");

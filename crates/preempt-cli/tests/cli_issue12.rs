@@ -26,27 +26,6 @@ fn preempt(history: &Path) -> Command {
     c
 }
 
-fn can_fifo() -> bool {
-    let ok = preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
-        .unwrap_or(false);
-    if !ok {
-        support::skip_unprivileged("needs CAP_SYS_NICE (run as root) for SCHED_FIFO");
-    }
-    ok
-}
-
-#[allow(
-    clippy::disallowed_methods,
-    reason = "test pacing, not a real-time path"
-)]
-fn sleep_ms(ms: u64) {
-    std::thread::sleep(Duration::from_millis(ms));
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
 /// Issue 12, item 4: `--export-json DIR` (or `/proc/x.json`) measured the whole run, then
 /// exited 1 with nothing printed. Now every output is checked first: exit 2 at once, naming it.
 #[test]
@@ -134,7 +113,7 @@ fn a_late_write_failure_keeps_the_run_in_a_fallback_file() {
         "--export-json".into(),
         out_dir.join("r.json").display().to_string(),
     ];
-    if !can_fifo() {
+    if !support::can_fifo() {
         args.extend(["--policy", "other", "--no-mlock"].map(String::from));
     }
     let child = StdCommand::new(BIN)
@@ -145,7 +124,7 @@ fn a_late_write_failure_keeps_the_run_in_a_fallback_file() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    sleep_ms(600);
+    support::sleep_ms(600);
     std::fs::remove_dir_all(&out_dir).unwrap();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -166,7 +145,7 @@ fn a_late_write_failure_keeps_the_run_in_a_fallback_file() {
         })
         .expect("a fallback file in $TMPDIR");
     assert!(stderr.contains(&fallback.display().to_string()), "{stderr}");
-    let v = read_json(&fallback);
+    let v = support::read_json(&fallback);
     assert_eq!(v["kind"], "latency");
     assert_eq!(v["complete"], true);
 }
@@ -178,7 +157,7 @@ fn compare_refuses_partial_runs_in_a_gate_unless_allowed() {
     let d = tempfile::tempdir().unwrap();
     let h = d.path().join("h.sqlite");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/micro-v1.json");
-    let mut v = read_json(&fixture);
+    let mut v = support::read_json(&fixture);
     let full = d.path().join("full.json");
     std::fs::write(&full, serde_json::to_vec(&v).unwrap()).unwrap();
     v["complete"] = Value::Bool(false);
@@ -233,7 +212,7 @@ fn every_run_is_recorded_once_and_a_corrupt_history_says_how_out() {
         .assert()
         .stderr(predicate::str::contains("recorded as run #1"));
     let mut lat = vec!["latency", "--loops", "20", "--no-progress"];
-    if !can_fifo() {
+    if !support::can_fifo() {
         lat.extend(["--policy", "other", "--no-mlock"]);
     }
     preempt(&h)
@@ -316,7 +295,7 @@ fn sigterm_exits_143_and_the_interrupted_matrix_cell_is_not_measured() {
         assert_ne!(n, 0, "no start line: {stderr}");
     }
     // Past the idle calibration, inside the first 4 s cell (even on a loaded host).
-    sleep_ms(2_000);
+    support::sleep_ms(2_000);
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: kill(2) on our own child's pid with a valid signal number.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
@@ -326,7 +305,7 @@ fn sigterm_exits_143_and_the_interrupted_matrix_cell_is_not_measured() {
     assert_eq!(o.status.code(), Some(143), "{stderr}");
     assert!(stdout.contains("not measured"), "{stdout}");
     assert!(!stdout.contains(" 0.0 "), "{stdout}");
-    let summary = read_json(&out.join("summary.json"));
+    let summary = support::read_json(&out.join("summary.json"));
     assert_eq!(summary["interrupted"], true);
     let cells = summary["data"]["cells"].as_array().unwrap();
     let cell = cells.last().unwrap();
@@ -340,7 +319,7 @@ fn sigterm_exits_143_and_the_interrupted_matrix_cell_is_not_measured() {
 #[test]
 fn micro_without_real_time_privilege_exits_3_naming_the_grant() {
     use std::os::unix::process::CommandExt;
-    if !can_fifo() {
+    if !support::can_fifo() {
         return; // the drop to `nobody` below needs root
     }
     let d = tempfile::tempdir().unwrap();
@@ -381,7 +360,7 @@ fn micro_without_real_time_privilege_exits_3_naming_the_grant() {
     );
     assert!(!stderr.contains("--policy"), "{stderr}");
     // The figures it could measure are kept.
-    assert_eq!(read_json(&json)["kind"], "micro");
+    assert_eq!(support::read_json(&json)["kind"], "micro");
 }
 
 /// Issue 12, item 7: `preempt run` printed only the report's path; the verdict was in the HTML

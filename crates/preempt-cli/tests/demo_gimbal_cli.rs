@@ -1,5 +1,6 @@
 //! `preempt demo gimbal` end to end: the plant re-executed as `preempt __gimbal-plant`, the
-//! result file (kind `demo_gimbal`) that `compare`, `history` and the CSV export read, and a
+//! result file (kind `demo_gimbal`) that `compare`, `history` and the CSV export read, the
+//! controller's deadline misses explained (`--explain`) into the result and the report, and a
 //! bad flag. Soft mode (`PREEMPT_SOFT=1`, marked) without real-time privileges; under
 //! `PREEMPT_REQUIRE_PRIVILEGED=1` missing privileges fail instead.
 
@@ -21,6 +22,7 @@ fn demo_gimbal_writes_a_demo_gimbal_result_and_mcap() {
         "500ms",
         "--steps",
         "pan=0.2@0.1s",
+        "--explain",
     ])
     .arg("--out")
     .arg(&dir);
@@ -113,6 +115,50 @@ fn demo_gimbal_writes_a_demo_gimbal_result_and_mcap() {
         "no RTA in the report"
     );
     assert!(html.contains("missed after an exchange that overran"));
+    // `--explain`: the misses' causes in the result and the report (needs tracefs: root).
+    match (d["explain"].as_object(), d["explain_skipped"].as_str()) {
+        (Some(x), _) => {
+            let explained = x["explained"].as_u64().unwrap();
+            let misses = d["samples"]["missed"].as_u64().unwrap()
+                + d["tasks"]["tasks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t["stats"]["deadline_misses"].as_u64().unwrap())
+                    .sum::<u64>();
+            assert!(explained <= misses, "{x:?}");
+            assert!(
+                stdout.contains("why the deadline misses were late"),
+                "{stdout}"
+            );
+            assert!(html.contains("Why the deadline misses were late"), "{html}");
+            if explained > 0 {
+                let task = &x["tasks"][0];
+                assert!(
+                    task["explanations"][0]["causes"][0]["kind"].is_string(),
+                    "{task}"
+                );
+                assert!(x["top_causes"][0]["total_ns"].as_u64().unwrap() > 0);
+                assert!(html.contains("Top causes by total delay"));
+                let bars = std::fs::read_dir(&plots)
+                    .unwrap()
+                    .filter_map(Result::ok)
+                    .any(|e| e.file_name().to_string_lossy().contains("explain-misses"));
+                assert!(
+                    bars,
+                    "no bars of the explained misses in {}",
+                    plots.display()
+                );
+            } else {
+                assert!(html.contains("No miss was explained."));
+            }
+        }
+        (None, Some(why)) => {
+            support::skip_unprivileged(&format!("misses not explained: {why}"));
+            assert!(html.contains("Deadline misses not explained"), "{html}");
+        }
+        (None, None) => panic!("--explain gives data.explain or data.explain_skipped: {d}"),
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -13,7 +13,7 @@
 //! hundreds of µs) cannot make it pass or fail by accident.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Command, Stdio};
 
 use preempt_io::sys::clock::{ClockId, monotonic_now_ns, sleep_until_ns};
@@ -67,14 +67,7 @@ fn injected_delays_show_up_in_the_right_cycles_with_the_right_size() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("measuring") {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "preempt latency did not start"
-        );
-    }
+    support::wait_for_line(&mut stderr, "measuring");
 
     // Inject on the measured CPU, above the measuring thread's priority.
     let windows: Vec<(u64, u64)> = std::thread::spawn(move || {

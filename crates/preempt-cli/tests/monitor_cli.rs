@@ -2,7 +2,7 @@
 //! latency result (marked interrupted), records it in the history and exits 130. A bad
 //! `--listen` or export path is refused before anything runs.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
@@ -12,18 +12,9 @@ mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_preempt");
 
-fn can_fifo() -> bool {
-    let ok = preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
-        .unwrap_or(false);
-    if !ok {
-        support::skip_unprivileged("needs CAP_SYS_NICE (run as root) for SCHED_FIFO");
-    }
-    ok
-}
-
 #[test]
 fn sigint_writes_the_result_and_records_it() {
-    if !can_fifo() {
+    if !support::can_fifo() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -46,11 +37,7 @@ fn sigint_writes_the_result_and_records_it() {
         .unwrap();
     // The start line names the bound address.
     let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("serving http://") {
-        line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "no start line");
-    }
+    let line = support::wait_for_line(&mut err, "serving http://");
     let addr = line
         .split("http://")
         .nth(1)

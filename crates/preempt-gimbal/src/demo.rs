@@ -56,6 +56,9 @@ pub struct DemoConfig {
     pub stress: Option<String>,
     /// `--foxglove ADDR`: serve the live state and take setpoints (cargo feature `foxglove`).
     pub foxglove: Option<String>,
+    /// `--explain`: explain the controller's deadline misses from the kernel trace (as
+    /// `PREEMPT_EXPLAIN=1` does).
+    pub explain: bool,
 }
 
 impl DemoConfig {
@@ -74,6 +77,7 @@ impl DemoConfig {
                 .and_then(|c| c.last().copied()),
             stress: None,
             foxglove: None,
+            explain: false,
         }
     }
 
@@ -228,6 +232,9 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     )
     .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
 
+    if cfg.explain {
+        preempt::explain::request();
+    }
     let code = app::run(app::Setup {
         fds,
         steps: cfg.steps.clone(),
@@ -254,6 +261,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     };
     let stats = app::stats();
     let stats_json = stats.to_json();
+    let explained = preempt::explain::take_outcome();
     let last_k = records.last().map_or(0, |r| r.k);
     let _ = sink.tasks(&stats_json, (last_k + 1) * SAMPLE_NS);
     let counts = sink
@@ -335,6 +343,8 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
                 },
             })
         },
+        explain_skipped: explained.as_ref().and_then(|o| o.as_ref().err().cloned()),
+        explain: explained.and_then(Result::ok),
     };
     write_json(&out.json, &data)?;
     Ok((data, out))

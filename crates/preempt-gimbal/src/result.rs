@@ -242,6 +242,26 @@ pub struct GimbalData {
     /// `{"error": ..}`).
     #[serde(default)]
     pub rta: serde_json::Value,
+    /// Why the controller's deadline misses were late, from the kernel trace (`--explain` /
+    /// `PREEMPT_EXPLAIN=1` and a usable tracefs): per task its explained misses, the run's
+    /// top causes (the app statistics' `explain` object, docs/results-schema.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<preempt::explain::Report>,
+    /// Why explaining was asked but the misses were not explained (tracefs unusable, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain_skipped: Option<String>,
+}
+
+impl GimbalData {
+    /// What the run found about why its deadline misses were late (at most six lines), or
+    /// why it could not say; `None` when explaining was not asked.
+    pub fn explain_summary(&self) -> Option<String> {
+        match (&self.explain, &self.explain_skipped) {
+            (Some(report), _) => Some(report.summary()),
+            (None, Some(why)) => Some(format!("deadline misses not explained: {why}\n")),
+            (None, None) => None,
+        }
+    }
 }
 
 /// Step figures of one response.

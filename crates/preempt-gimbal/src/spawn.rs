@@ -3,16 +3,15 @@
 //! [`crate::plant_main::main_for`], such as `preempt-uav`'s `uav-sim`) with them inherited at
 //! fixed descriptor numbers, watch it, and kill it on drop.
 //!
-//! As `imu-sim` (see `preempt_imu_sim::spawn`), the child runs in a process group of its
-//! own, so a terminal's Ctrl-C reaches the demo only, which then finishes its files and stops
-//! the plant itself; the child's parent-death signal (SIGKILL) still ends it if the demo is
-//! killed.
+//! As `imu-sim`, the child runs in a process group of its own
+//! (`preempt_io::sys::process::SimChild`), so a terminal's Ctrl-C reaches the demo only, which
+//! then finishes its files and stops the plant itself; the child's parent-death signal
+//! (SIGKILL) still ends it if the demo is killed.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::memfd::{MemFd, SharedMap};
@@ -102,7 +101,7 @@ impl BusEnds {
 /// A running `gimbal-plant` child.
 #[derive(Debug)]
 pub struct PlantProcess {
-    child: Option<Child>,
+    child: process::SimChild,
     /// The bus.
     pub bus: BusEnds,
 }
@@ -134,21 +133,13 @@ impl PlantProcess {
         if let Some(p) = cfg.priority {
             cmd.arg("--priority").arg(p.to_string());
         }
-        cmd.stdin(Stdio::null()).stdout(Stdio::null());
-        cmd.process_group(0); // out of the terminal's foreground group: module docs
-        let child = process::spawn_with_fds(&mut cmd, &pass).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot start the plant {}: {e} (build it with `cargo build --release`)",
-                    exe.display()
-                ),
-            )
-        })?;
-        Ok(PlantProcess {
-            child: Some(child),
-            bus,
-        })
+        let child = process::SimChild::spawn(
+            &mut cmd,
+            &pass,
+            "the plant",
+            "build it with `cargo build --release`",
+        )?;
+        Ok(PlantProcess { child, bus })
     }
 
     /// Waits up to `timeout_ns` for the plant's loop to start.
@@ -183,7 +174,7 @@ impl PlantProcess {
 
     /// Child pid.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child.pid()
     }
 
     /// Whether the child has exited (and how).
@@ -191,26 +182,15 @@ impl PlantProcess {
     /// # Errors
     /// `waitpid` errors.
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        match self.child.as_mut() {
-            Some(c) => c.try_wait(),
-            None => Ok(None),
-        }
+        self.child.try_wait()
     }
 
-    /// Kills the plant and reaps it.
+    /// Kills the plant and reaps it (dropping the `PlantProcess` does it too).
     ///
     /// # Errors
     /// `kill`/`wait` errors other than "already exited".
     pub fn stop(&mut self) -> io::Result<()> {
-        if let Some(mut c) = self.child.take() {
-            match c.kill() {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::InvalidInput => {} // already exited
-                Err(e) => return Err(e),
-            }
-            c.wait()?;
-        }
-        Ok(())
+        self.child.stop()
     }
 
     /// Duplicates of (page, doorbell, done) for an RTIO context.
@@ -223,13 +203,5 @@ impl PlantProcess {
             self.bus.doorbell.as_fd().try_clone_to_owned()?,
             self.bus.done.as_fd().try_clone_to_owned()?,
         ])
-    }
-}
-
-impl Drop for PlantProcess {
-    fn drop(&mut self) {
-        if let Err(e) = self.stop() {
-            eprintln!("preempt: could not stop the plant process: {e}");
-        }
     }
 }

@@ -12,9 +12,8 @@
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use preempt_io::rtio::simimu::REGFILE_LEN;
 use preempt_io::sys::eventfd::EventFd;
@@ -100,7 +99,7 @@ impl SimDevice {
 /// A running `imu-sim` child and its devices.
 #[derive(Debug)]
 pub struct SimProcess {
-    child: Option<Child>,
+    child: process::SimChild,
     /// Device 0 is the IMU, then the accelerometers.
     pub devices: Vec<SimDevice>,
 }
@@ -150,33 +149,24 @@ impl SimProcess {
         if let Some(p) = cfg.fifo_priority {
             cmd.arg("--priority").arg(p.to_string());
         }
-        cmd.stdin(Stdio::null()).stdout(Stdio::null());
-        // Out of the terminal's foreground process group: see the module docs.
-        cmd.process_group(0);
-        let child = process::spawn_with_fds(&mut cmd, &pass).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot start {}: {e} (build it with `cargo build -p preempt-imu-sim`)",
-                    exe.display()
-                ),
-            )
-        })?;
+        let child = process::SimChild::spawn(
+            &mut cmd,
+            &pass,
+            "the simulator",
+            "build it with `cargo build -p preempt-imu-sim`",
+        )?;
         drop(pass);
         let mut devices = devices;
         for d in &mut devices {
             // The child has its copy; closing ours lets the reader see EOF if the child dies.
             d.bus_sim_end = None;
         }
-        Ok(SimProcess {
-            child: Some(child),
-            devices,
-        })
+        Ok(SimProcess { child, devices })
     }
 
     /// Child pid.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child.pid()
     }
 
     /// Whether the child has exited (and how).
@@ -184,33 +174,14 @@ impl SimProcess {
     /// # Errors
     /// `waitpid` errors.
     pub fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
-        match self.child.as_mut() {
-            Some(c) => c.try_wait(),
-            None => Ok(None),
-        }
+        self.child.try_wait()
     }
 
-    /// Kills the simulator and reaps it.
+    /// Kills the simulator and reaps it (dropping the `SimProcess` does it too).
     ///
     /// # Errors
     /// `kill`/`wait` errors other than "already exited".
     pub fn stop(&mut self) -> io::Result<()> {
-        if let Some(mut c) = self.child.take() {
-            match c.kill() {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::InvalidInput => {} // already exited
-                Err(e) => return Err(e),
-            }
-            c.wait()?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for SimProcess {
-    fn drop(&mut self) {
-        if let Err(e) = self.stop() {
-            eprintln!("imu-sim: could not stop the simulator: {e}");
-        }
+        self.child.stop()
     }
 }

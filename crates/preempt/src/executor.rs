@@ -1108,6 +1108,12 @@ impl<M: Message, const N: usize> Executor<M, N> {
                     if self.accounting {
                         tc.stats.record_skipped(due.skipped);
                     }
+                    if crate::explain::active() {
+                        // The dropped releases missed their deadlines without running: why
+                        // the executor got to the first of them only now.
+                        let (tid, cpu) = self.ident.get();
+                        crate::explain::note_miss(tc.name, pending, now, tid, cpu);
+                    }
                     if sim::active() {
                         for k in 0..due.skipped {
                             sim::trace(TraceEvent::Skip {

@@ -3,9 +3,12 @@
 //! With `#[preempt::app(explain = true)]` or `PREEMPT_EXPLAIN=1` in the environment, the
 //! runtime starts a [`preempt_trace::Session`] before `init` (a private tracefs instance,
 //! removed at exit however the process ends) and a SCHED_OTHER thread `preempt-explain`. An
-//! executor that sees a job miss its deadline notes `(task, release, start, end, tid, cpu)`
-//! in a preallocated log (a `try_lock` and a push within capacity: no allocation, no
-//! blocking; a note that finds the log busy or full is counted as dropped). Every 100 ms the
+//! executor that sees a job miss its deadline, or drops overrun releases of an
+//! `on_miss = Skip` task (their deadlines passed unrun; one note per run of dropped
+//! releases, from the first of them to the moment the executor got to the task), notes
+//! `(task, release, start, tid, cpu)` in a preallocated log (a `try_lock` and a push within
+//! capacity: no allocation, no blocking; a note that finds the log busy or full is counted
+//! as dropped). Every 100 ms the
 //! explain thread takes the notes and asks the session why the job started only at `start`
 //! instead of `release`: the causes (irq, softirq, another thread, the wake-up path, idle
 //! exit, timer, invisible) add up to that delay. The job's own execution after its start is
@@ -16,6 +19,10 @@
 //! latency_ns, causes: [{kind, name, pid, ns}]}]`, `cycle` being the miss's index) and the
 //! run's `top_causes`.
 //!
+//! A program that runs an app and writes its own result (the gimbal demo) asks for
+//! explaining with [`request`] and takes the outcome with [`take_outcome`] after the app
+//! ended: the report, or why there is none.
+//!
 //! Without tracefs or the right to use it the app runs without explanations and says why.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,14 +32,14 @@ use std::time::Duration;
 
 use preempt_io::sys::cpu;
 use preempt_trace::{Explanation, Options, Session, TopCause, Window};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The environment variable that turns explaining on for any app (`1`).
 pub const EXPLAIN_ENV: &str = "PREEMPT_EXPLAIN";
 
 /// Notes kept between two passes of the explain thread.
 const LOG_CAPACITY: usize = 1024;
-/// Explanations kept per task (the first ones; the rest only count in `top_causes`).
+/// Explanations kept per task (the longest delays; the rest only count in `top_causes`).
 const KEEP_PER_TASK: usize = 100;
 /// How often the explain thread takes the notes.
 const PASS_EVERY: Duration = Duration::from_millis(100);
@@ -40,6 +47,31 @@ const PASS_EVERY: Duration = Duration::from_millis(100);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 static LOG: Mutex<Vec<Miss>> = Mutex::new(Vec::new());
+/// [`request`]: explain the next app started in this process.
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// The last run's outcome, for [`take_outcome`].
+static OUTCOME: Mutex<Option<Result<Report, String>>> = Mutex::new(None);
+
+/// Asks for the next app started in this process to explain its deadline misses, as
+/// `PREEMPT_EXPLAIN=1` does (for a program that runs an app, such as the gimbal demo).
+pub fn request() {
+    REQUESTED.store(true, Ordering::Release);
+}
+
+/// What explaining gave for the last app that asked for it (`None`: explaining was not
+/// asked): the report, or why the app ran without explanations (tracefs unusable, ...).
+/// Taken once.
+pub fn take_outcome() -> Option<Result<Report, String>> {
+    OUTCOME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+}
+
+/// Keeps the run's outcome for [`take_outcome`].
+fn keep_outcome(outcome: Result<Report, String>) {
+    *OUTCOME.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
+}
 
 #[derive(Clone, Copy, Debug)]
 struct Miss {
@@ -84,16 +116,16 @@ pub(crate) fn note_miss(
 }
 
 /// Explanations of one task's misses.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskExplanations {
     /// Task name.
-    pub task: &'static str,
-    /// Its misses explained (the first 100).
+    pub task: String,
+    /// Its misses explained (the 100 with the longest delays, in the order they happened).
     pub explanations: Vec<Explained>,
 }
 
 /// One explained miss.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Explained {
     /// Index of the miss among the task's misses.
     pub cycle: u64,
@@ -108,7 +140,7 @@ pub struct Explained {
 }
 
 /// What the explain thread found over the run.
-#[derive(Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
     /// Per task.
     pub tasks: Vec<TaskExplanations>,
@@ -146,7 +178,7 @@ pub(crate) struct Explainer {
 /// failure says why on stderr and returns `None` (the app runs without explanations).
 pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
     let from_env = std::env::var(EXPLAIN_ENV).is_ok_and(|v| v == "1");
-    if !(configured || from_env) {
+    if !(configured || from_env || REQUESTED.load(Ordering::Acquire)) {
         return None;
     }
     let session = match Session::start(Options::default()) {
@@ -156,6 +188,7 @@ pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
                 "preempt: app `{app}`: cannot explain deadline misses: {e}; the app runs \
                  without explanations"
             );
+            keep_outcome(Err(format!("kernel tracing unavailable: {e}")));
             return None;
         }
     };
@@ -176,21 +209,42 @@ pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
         Err(e) => {
             ACTIVE.store(false, Ordering::Release);
             eprintln!("preempt: app `{app}`: cannot start the explain thread ({e})");
+            keep_outcome(Err(format!("cannot start the explain thread ({e})")));
             None
         }
     }
 }
 
 impl Explainer {
-    /// Explains the last notes, removes the trace instance and returns the report.
+    /// Explains the last notes, removes the trace instance and returns the report (also
+    /// kept for [`take_outcome`]).
     pub(crate) fn finish(self) -> Report {
         ACTIVE.store(false, Ordering::Release);
         self.stop.store(true, Ordering::Release);
         self.thread.thread().unpark();
-        self.thread.join().unwrap_or_else(|_| Report {
+        let report = self.thread.join().unwrap_or_else(|_| Report {
             unexplained: DROPPED.load(Ordering::Relaxed),
             ..Report::default()
-        })
+        });
+        keep_outcome(Ok(report.clone()));
+        report
+    }
+}
+
+/// Adds `e` to `kept` while it holds fewer than [`KEEP_PER_TASK`], else in place of the
+/// shortest delay kept when `e`'s is longer: a loaded run's many small misses do not push its
+/// long stalls out. `kept` stays in the order of the misses.
+fn keep_longest(kept: &mut Vec<Explained>, e: Explained) {
+    if kept.len() < KEEP_PER_TASK {
+        kept.push(e);
+        return;
+    }
+    let Some((i, shortest)) = kept.iter().enumerate().min_by_key(|(_, k)| k.latency_ns) else {
+        return;
+    };
+    if e.latency_ns > shortest.latency_ns {
+        kept.remove(i);
+        kept.push(e);
     }
 }
 
@@ -229,15 +283,16 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
             let (_, count, kept) = &mut per_task[slot];
             match res {
                 Ok(ex) => {
-                    if kept.len() < KEEP_PER_TASK {
-                        kept.push(Explained {
+                    keep_longest(
+                        kept,
+                        Explained {
                             cycle: *count,
                             release_ns: ex.release_ns,
                             latency_ns: ex.latency_ns,
                             causes: ex.causes.clone(),
                             steal_ns: ex.steal_ns,
-                        });
-                    }
+                        },
+                    );
                     all.push(Explanation {
                         segments: Vec::new(),
                         ..ex
@@ -261,7 +316,45 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
         unexplained: unexplained + DROPPED.load(Ordering::Relaxed),
         tasks: per_task
             .into_iter()
-            .map(|(task, _, explanations)| TaskExplanations { task, explanations })
+            .map(|(task, _, explanations)| TaskExplanations {
+                task: task.to_string(),
+                explanations,
+            })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn miss(cycle: u64, latency_ns: u64) -> Explained {
+        Explained {
+            cycle,
+            release_ns: cycle * 100,
+            latency_ns,
+            causes: Vec::new(),
+            steal_ns: None,
+        }
+    }
+
+    #[test]
+    fn the_longest_delays_are_kept_in_order() {
+        let mut kept = Vec::new();
+        // Many short misses with two long stalls among them, at 7 and 150.
+        for cycle in 0..300 {
+            let latency = match cycle {
+                7 => 5_000_000,
+                150 => 4_000_000,
+                c => 10_000 + c,
+            };
+            keep_longest(&mut kept, miss(cycle, latency));
+        }
+        assert_eq!(kept.len(), KEEP_PER_TASK);
+        let cycles: Vec<u64> = kept.iter().map(|e| e.cycle).collect();
+        assert!(cycles.windows(2).all(|w| w[0] < w[1]), "{cycles:?}");
+        assert!(cycles.contains(&7) && cycles.contains(&150), "{cycles:?}");
+        // The rest are the longest of the short ones: the last 98 short misses.
+        assert_eq!(&cycles[..3], &[7, 150, 202], "{cycles:?}");
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 #[path = "support/child.rs"]
 mod child_process;
-use child_process::{requested_app, run_child, text};
+use child_process::{requested_app, run_child, run_child_ok, text};
 
 /// Jobs of the same-level ping-pong.
 const PING_PONG_JOBS: u64 = 4_000;
@@ -97,9 +97,7 @@ fn child() {
 }
 
 fn stats_of(app: &str, env: &[(&str, &str)]) -> serde_json::Value {
-    let out = run_child(app, env, 2, Duration::from_secs(60));
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_child_ok(app, env, 2, Duration::from_secs(60));
     let json = &stdout[stdout.find('{').unwrap()..=stdout.rfind('}').unwrap()];
     serde_json::from_str(json).unwrap()
 }

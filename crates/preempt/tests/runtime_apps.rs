@@ -457,49 +457,54 @@ fn executor_threads_are_named_scheduled_and_pinned() {
     }
 }
 
-#[test]
-fn a_panicking_task_stops_the_app_by_default() {
-    let out = run_child("panic_stop", &[], 3, Duration::from_secs(30));
+/// Runs the child `app`, whose task panics with `panic_line` on stderr and must stop the app
+/// (exit 101) before its `after` task runs.
+fn assert_panic_stops_the_app(app: &str, panic_line: &str) {
+    let out = run_child(app, &[], 3, Duration::from_secs(30));
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(101), "{stderr}");
-    assert!(
-        stderr.contains("preempt: task `boom` (priority 1) panicked: boom"),
-        "{stderr}"
-    );
+    assert!(stderr.contains(panic_line), "{stderr}");
     assert!(!text(&out.stdout).contains("after ran"));
+}
+
+/// Runs the child `app`, whose task panics with `panic_line` on stderr and must let the app
+/// go on to a successful exit; returns its stdout.
+fn run_app_continuing_after_a_panic(app: &str, panic_line: &str) -> String {
+    let out = run_child(app, &[], 3, Duration::from_secs(30));
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains(panic_line), "{stderr}");
+    stdout
+}
+
+#[test]
+fn a_panicking_task_stops_the_app_by_default() {
+    assert_panic_stops_the_app(
+        "panic_stop",
+        "preempt: task `boom` (priority 1) panicked: boom",
+    );
 }
 
 #[test]
 fn panics_of_same_level_spawns_follow_the_policy() {
-    let out = run_child("panic_same_level_continue", &[], 3, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stderr.contains("preempt: task `boom` (priority 1) panicked: boom 0"),
-        "{stderr}"
+    let stdout = run_app_continuing_after_a_panic(
+        "panic_same_level_continue",
+        "preempt: task `boom` (priority 1) panicked: boom 0",
     );
     assert!(stdout.contains("boom 1 ran\nlast ran\n"), "{stdout}");
 
-    let out = run_child("panic_same_level_stop", &[], 3, Duration::from_secs(30));
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(101), "{stderr}");
-    assert!(
-        stderr.contains("preempt: task `boom` (priority 1) panicked: boom on the ring"),
-        "{stderr}"
+    assert_panic_stops_the_app(
+        "panic_same_level_stop",
+        "preempt: task `boom` (priority 1) panicked: boom on the ring",
     );
-    assert!(!text(&out.stdout).contains("after ran"));
 }
 
 #[test]
 fn on_panic_continue_releases_locks_and_runs_later_spawns() {
-    let out = run_child("panic_continue", &[], 3, Duration::from_secs(30));
-    let stdout = text(&out.stdout);
-    let stderr = text(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stderr.contains("preempt: task `boom` (priority 2) panicked: boom while holding r"),
-        "{stderr}"
+    let stdout = run_app_continuing_after_a_panic(
+        "panic_continue",
+        "preempt: task `boom` (priority 2) panicked: boom while holding r",
     );
     assert!(
         stdout.contains("after 0: r = 1\nafter 1: r = 2\n"),

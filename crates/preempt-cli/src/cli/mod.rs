@@ -88,7 +88,7 @@ pub enum DemoCommand {
     /// hover, a 1 m square, land. DIR/uav.json (kind demo_uav): release latency, missed
     /// periods, compute time, and position/attitude error against the same mission flown
     /// with ideal timing, crash or not; DIR/uav.mcap for Foxglove. `--matrix` flies the
-    /// study's 8 policies x idle/heavy stress, one flight per cell (DIR/<stress>-<policy>/).
+    /// study's 8 policies x idle/heavy stress, one flight per cell (DIR/STRESS-POLICY/).
     Uav(UavArgs),
 }
 
@@ -143,6 +143,12 @@ pub struct GimbalArgs {
     /// ({"axis": "pan", "rad": 0.3}). Needs a build with `--features foxglove`.
     #[arg(long, value_name = "ADDR")]
     pub foxglove: Option<String>,
+    /// Explain each deadline miss of the controller from the kernel trace (as
+    /// `PREEMPT_EXPLAIN=1` does for any app): per miss its causes (irq, softirq, thread,
+    /// wakeup, idle_exit, timer, invisible), the run's top causes, into gimbal.json. Needs
+    /// tracefs (root); without it the run goes on and the result says why.
+    #[arg(long)]
+    pub explain: bool,
     /// Load.
     #[command(flatten)]
     pub stress: StressArgs,

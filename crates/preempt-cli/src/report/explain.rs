@@ -51,7 +51,7 @@ fn steal_cell(t: &TopCause) -> Cell {
     }
 }
 
-fn causes_table(top: &[&TopCause], explained_ns: u64, explained: u64) -> String {
+fn causes_table(top: &[&TopCause], explained_ns: u64, explained: u64, nouns: &str) -> String {
     let rows: Vec<Vec<Cell>> = top
         .iter()
         .map(|t| {
@@ -74,7 +74,7 @@ fn causes_table(top: &[&TopCause], explained_ns: u64, explained: u64) -> String 
             "pid",
             "total µs",
             "% of explained delay",
-            "in outliers",
+            &format!("in {nouns}"),
             "main cause of",
             "steal around them",
         ],
@@ -120,27 +120,151 @@ pub(super) fn section(
         |t| format!("at or above {} µs", us(t)),
     );
     b.p(&format!(
-        "{} outliers ({threshold}) explained from the kernel trace, {} not explained ({}). Each outlier's delay is split into causes that add up to it: irq, softirq, thread (another thread held the CPU), wakeup (waking to running), idle_exit (C-state exit), timer (hrtimer callbacks), invisible (nothing recorded explains it: host steal, SMI, interrupts off; the CPU's /proc/stat steal time around it is shown beside it). Method and limits: docs/MEASURING.md.",
+        "{} outliers ({threshold}) explained from the kernel trace, {} not explained ({}). {}",
         x.explained,
         x.unexplained,
         x.unexplained_why
             .as_deref()
-            .unwrap_or("beyond the per-thread cap or no longer in the trace history")
+            .unwrap_or("beyond the per-thread cap or no longer in the trace history"),
+        CAUSES_TEXT.replace("{noun}", "outlier")
     ));
-    let mut all: Vec<(usize, &ExplainedSample)> = x
+    let all = x
         .threads
         .iter()
-        .flat_map(|t| t.explanations.iter().map(move |e| (t.cpu, e)))
+        .flat_map(|t| t.explanations.iter().map(|e| Drawn::outlier(t.cpu, e)))
         .collect();
-    all.sort_by_key(|e| std::cmp::Reverse(e.1.latency_ns));
+    draw(
+        b,
+        &Drawing {
+            stem: &format!("explain-outliers-{}", i.label),
+            title: &format!("Why the outliers were late: {}", i.label),
+            subject: &latency_title(i, l),
+            noun: "outlier",
+            who: "thread",
+            cycle: "cycle",
+        },
+        all,
+        &x.top_causes,
+        x.explained,
+    )
+}
+
+/// The part of an app's section (a demo's controller) that explains its deadline misses from
+/// the kernel trace: the same bars and tables as a latency run's outliers, per task.
+pub(super) fn app_section(
+    b: &mut Builder,
+    label: &str,
+    subject: &str,
+    x: &preempt::explain::Report,
+) -> Result<()> {
+    b.h3(&format!("Why the deadline misses were late: {subject}"));
+    b.p(&format!(
+        "{} deadline misses explained from the kernel trace, {} not explained (no longer in \
+         the trace history, or noted while the log was full). A miss is a job that ended \
+         after its deadline, or a run of releases dropped unrun (on_miss = Skip): its delay \
+         runs from the (first) release to the moment the job could start. {}",
+        x.explained,
+        x.unexplained,
+        CAUSES_TEXT.replace("{noun}", "miss")
+    ));
+    let all = x
+        .tasks
+        .iter()
+        .flat_map(|t| t.explanations.iter().map(|e| Drawn::miss(&t.task, e)))
+        .collect();
+    draw(
+        b,
+        &Drawing {
+            stem: &format!("explain-misses-{label}"),
+            title: &format!("Why the deadline misses were late: {label}"),
+            subject,
+            noun: "miss",
+            who: "task",
+            cycle: "miss #",
+        },
+        all,
+        &x.top_causes,
+        x.explained,
+    )
+}
+
+/// What each kind of cause means (both sections; `{noun}` stands for `outlier` or `miss`).
+const CAUSES_TEXT: &str = "Each {noun}'s delay is split into causes that add up to it: irq, softirq, thread (another thread held the CPU), wakeup (waking to running), idle_exit (C-state exit), timer (hrtimer callbacks), invisible (nothing recorded explains it: host steal, SMI, interrupts off; the CPU's /proc/stat steal time around it is shown beside it). Method and limits: docs/MEASURING.md.";
+
+/// One explained delay as drawn.
+struct Drawn<'a> {
+    /// Its thread (`cpuN`) or task.
+    who: String,
+    cycle: u64,
+    latency_ns: u64,
+    causes: &'a [preempt_trace::Cause],
+    steal_ns: Option<u64>,
+    /// Whether the trace covered the window (`None`: not recorded).
+    covered: Option<bool>,
+}
+
+impl<'a> Drawn<'a> {
+    /// A latency outlier of the thread on `cpu`.
+    fn outlier(cpu: usize, e: &'a ExplainedSample) -> Drawn<'a> {
+        Drawn {
+            who: format!("cpu{cpu}"),
+            cycle: e.cycle,
+            latency_ns: e.latency_ns,
+            causes: &e.causes,
+            steal_ns: e.steal_ns,
+            covered: Some(e.covered),
+        }
+    }
+
+    /// A deadline miss of `task`.
+    fn miss(task: &str, e: &'a preempt::explain::Explained) -> Drawn<'a> {
+        Drawn {
+            who: task.to_string(),
+            cycle: e.cycle,
+            latency_ns: e.latency_ns,
+            causes: &e.causes,
+            steal_ns: e.steal_ns,
+            covered: None,
+        }
+    }
+}
+
+/// The names a drawing uses.
+struct Drawing<'a> {
+    stem: &'a str,
+    title: &'a str,
+    subject: &'a str,
+    /// `outlier` or `miss`.
+    noun: &'a str,
+    /// The `who` column's header.
+    who: &'a str,
+    /// The `cycle` column's header.
+    cycle: &'a str,
+}
+
+/// The worst explained delays as stacked bars and a table, then the top causes by total
+/// delay and by count.
+fn draw(
+    b: &mut Builder,
+    d: &Drawing<'_>,
+    mut all: Vec<Drawn<'_>>,
+    top_causes: &[TopCause],
+    explained: u64,
+) -> Result<()> {
+    let nouns = if d.noun == "miss" {
+        "misses"
+    } else {
+        "outliers"
+    };
+    all.sort_by_key(|e| std::cmp::Reverse(e.latency_ns));
     all.truncate(MAX_BARS);
     if all.is_empty() {
-        b.p("No outlier was explained.");
+        b.p(&format!("No {} was explained.", d.noun));
         return Ok(());
     }
     let categories: Vec<String> = (1..=all.len()).map(|n| n.to_string()).collect();
-    // Milliseconds once the worst outlier passes 10 ms: shorter axis labels.
-    let (unit, per) = if all[0].1.latency_ns > 10_000_000 {
+    // Milliseconds once the worst delay passes 10 ms: shorter axis labels.
+    let (unit, per) = if all[0].latency_ns > 10_000_000 {
         ("ms", 1e6)
     } else {
         ("µs", 1e3)
@@ -149,7 +273,7 @@ pub(super) fn section(
     for (kind, color) in KINDS {
         let values: Vec<Option<f64>> = all
             .iter()
-            .map(|(_, e)| {
+            .map(|e| {
                 let ns: u64 = e
                     .causes
                     .iter()
@@ -168,29 +292,31 @@ pub(super) fn section(
         }
     }
     let svg = plots::stacked_bars(
-        &format!("Why the outliers were late: {}", i.label),
+        d.title,
         &format!("delay ({unit})"),
         &categories,
         &series,
         &colors,
     )?;
     b.fig(
-        &format!("explain-outliers-{}", i.label),
+        d.stem,
         svg,
         &format!(
-            "The {} worst explained outliers of {}, worst first (numbered as in the table below): one bar per outlier, one segment per kind of cause, adding up to its latency.",
+            "The {} worst explained {nouns} of {}, worst first (numbered as in the table below): one bar per {}, one segment per kind of cause, adding up to its latency.",
             all.len(),
-            latency_title(i, l)
+            d.subject,
+            d.noun
         ),
     );
+    let with_covered = all.iter().any(|e| e.covered.is_some());
     let rows: Vec<Vec<Cell>> = all
         .iter()
         .enumerate()
-        .map(|(n, (cpu, e))| {
+        .map(|(n, e)| {
             let main = e.causes.first();
-            vec![
+            let mut row = vec![
                 num((n + 1).to_string()),
-                td(format!("cpu{cpu}")),
+                td(&e.who),
                 num(e.cycle.to_string()),
                 num(us(e.latency_ns)),
                 td(main.map_or("–".into(), |c| format!("{} {}", c.kind.name(), c.name))),
@@ -201,35 +327,38 @@ pub(super) fn section(
                     || cls("–", "muted"),
                     |s| num(format!("{:.1}", s as f64 / 1e6)),
                 ),
-                if e.covered {
-                    td("yes")
-                } else {
-                    cls("no (events lost)", "warn")
-                },
-            ]
+            ];
+            if with_covered {
+                row.push(match e.covered {
+                    Some(true) => td("yes"),
+                    Some(false) => cls("no (events lost)", "warn"),
+                    None => cls("–", "muted"),
+                });
+            }
+            row
         })
         .collect();
-    b.raw(&table(
-        &[
-            "#",
-            "thread",
-            "cycle",
-            "latency µs",
-            "main cause",
-            "% of it",
-            "steal ms",
-            "trace covered",
-        ],
-        &rows,
-    ));
-    let explained_ns: u64 = x.top_causes.iter().map(|t| t.total_ns).sum();
-    let by_total: Vec<&TopCause> = x.top_causes.iter().take(MAX_CAUSES).collect();
+    let mut headers = vec![
+        "#",
+        d.who,
+        d.cycle,
+        "latency µs",
+        "main cause",
+        "% of it",
+        "steal ms",
+    ];
+    if with_covered {
+        headers.push("trace covered");
+    }
+    b.raw(&table(&headers, &rows));
+    let explained_ns: u64 = top_causes.iter().map(|t| t.total_ns).sum();
+    let by_total: Vec<&TopCause> = top_causes.iter().take(MAX_CAUSES).collect();
     b.p("Top causes by total delay:");
-    b.raw(&causes_table(&by_total, explained_ns, x.explained));
-    let mut by_count: Vec<&TopCause> = x.top_causes.iter().collect();
+    b.raw(&causes_table(&by_total, explained_ns, explained, nouns));
+    let mut by_count: Vec<&TopCause> = top_causes.iter().collect();
     by_count.sort_by(|a, b| b.count.cmp(&a.count).then(b.total_ns.cmp(&a.total_ns)));
     by_count.truncate(MAX_CAUSES);
-    b.p("Top causes by count (outliers they appear in):");
-    b.raw(&causes_table(&by_count, explained_ns, x.explained));
+    b.p(&format!("Top causes by count ({nouns} they appear in):"));
+    b.raw(&causes_table(&by_count, explained_ns, explained, nouns));
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! The report's section for `demo_gimbal` results: control quality against the ideal-timing
 //! reference per axis, the step response of each axis (real against reference) and the
 //! tracking error over time as plots, the sample and telemetry bookkeeping with the missed
-//! samples' causes, each task's timing, and the response-time analysis of the controller.
+//! samples' causes, each task's timing, the controller's deadline misses explained from the
+//! kernel trace (a run with `--explain`; the bars and tables of [`super::explain`]), and the
+//! response-time analysis of the controller.
 
 use super::Builder;
 use super::html::{Cell, num, table, td};
@@ -22,7 +24,10 @@ fn us(ns: u64) -> Cell {
 }
 
 /// Appends the section of one `demo_gimbal` result.
-pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) {
+///
+/// # Errors
+/// A plot of the explained misses cannot be drawn.
+pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Result<()> {
     let load = d
         .stress
         .as_ref()
@@ -174,7 +179,13 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) {
             &rows,
         ));
     }
+    if let Some(x) = &d.explain {
+        super::explain::app_section(b, &i.label, &format!("gimbal controller, {}", i.label), x)?;
+    } else if let Some(why) = &d.explain_skipped {
+        b.p(&format!("Deadline misses not explained: {why}."));
+    }
     rta(b, d);
+    Ok(())
 }
 
 /// Step response per axis and tracking error over time, from the result's series.

@@ -9,7 +9,9 @@
 //!   policy × stress, wake-up latency, microbenchmark tables in ns and cycles with the timing
 //!   overhead beside each figure, for `--explain` runs a stacked bar of causes per outlier and
 //!   the top causes by total delay and by count, the thread-vs-RTIO table of `rtio-bench` (and its break
-//!   points), validity ledgers, warnings and system info;
+//!   points), the gimbal and UAV demos' sections (a gimbal run with `--explain`: the same
+//!   bars and tables for the controller's deadline misses), validity ledgers, warnings and
+//!   system info;
 //! - `plots/*.svg` and `plots/*.png`: every figure as a file for papers.
 //!
 //! Every number on the page comes from the input files (nothing is re-measured), and the
@@ -355,7 +357,7 @@ pub fn build(inputs: &[Input], traces: &[Trace], title: &str) -> Result<Report> 
     }
     for (i, r) in &results {
         if let RunResult::DemoGimbal(d) = &r.result {
-            gimbal::section(&mut b, i, d);
+            gimbal::section(&mut b, i, d)?;
         }
     }
     for (i, r) in &results {

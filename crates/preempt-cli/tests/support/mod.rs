@@ -54,3 +54,42 @@ pub(crate) fn causes_ns(explained: &serde_json::Value) -> u64 {
         .map(|c| c["ns"].as_u64().expect("ns"))
         .sum()
 }
+
+/// Whether this process may run SCHED_FIFO (CAP_SYS_NICE); if not, skips
+/// ([`skip_unprivileged`]).
+#[track_caller]
+pub(crate) fn can_fifo() -> bool {
+    has_capability(
+        preempt_io::sys::caps::Capability::SysNice,
+        "needs CAP_SYS_NICE (run as root) for SCHED_FIFO",
+    )
+}
+
+/// Reads `reader` (a child's stderr) line by line up to the first line that contains
+/// `needle`, and returns that line; a stream that ends first fails the test.
+#[track_caller]
+pub(crate) fn wait_for_line(reader: &mut impl std::io::BufRead, needle: &str) -> String {
+    let mut line = String::new();
+    while !line.contains(needle) {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the output ended without a line containing {needle:?}"
+        );
+    }
+    line
+}
+
+/// A JSON file, parsed.
+pub(crate) fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test pacing, not a real-time path"
+)]
+/// Sleeps `ms` milliseconds (test pacing, not a real-time path).
+pub(crate) fn sleep_ms(ms: u64) {
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+}

@@ -11,7 +11,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Most descriptors [`spawn_with_fds`] passes (a fixed array: the pre-exec hook must not
@@ -131,6 +131,92 @@ pub fn adopt_inherited_fds(raw: &[RawFd]) -> io::Result<Vec<OwnedFd>> {
         .collect())
 }
 
+/// A simulated-hardware child (`imu-sim`, `gimbal-plant`, `uav-sim`): started by
+/// [`SimChild::spawn`], killed and reaped by [`SimChild::stop`] or on drop.
+///
+/// The child runs in a process group of its own: a terminal's Ctrl-C (sent to the whole
+/// foreground process group) reaches the parent only, which can then finish what it is
+/// measuring and stop the child itself, instead of the simulated hardware dying in the middle
+/// of a measurement. It still cannot outlive the parent (the parent-death signal of
+/// [`spawn_with_fds`] does not depend on the process group).
+#[derive(Debug)]
+pub struct SimChild {
+    child: Option<Child>,
+    what: &'static str,
+}
+
+impl SimChild {
+    /// Spawns `cmd` with `fds` as [`spawn_with_fds`] does, stdin and stdout on `/dev/null`, in
+    /// a process group of its own. `what` names the child in messages (`the simulator`), and
+    /// a spawn error says how to build the program (`build_hint`).
+    ///
+    /// # Errors
+    /// As [`spawn_with_fds`] (`NotFound` when the program does not exist), with the program
+    /// and `build_hint` in the message.
+    pub fn spawn(
+        cmd: &mut Command,
+        fds: &[(BorrowedFd<'_>, RawFd)],
+        what: &'static str,
+        build_hint: &str,
+    ) -> io::Result<SimChild> {
+        cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        cmd.process_group(0);
+        let child = spawn_with_fds(cmd, fds).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot start {what} {}: {e} ({build_hint})",
+                    std::path::Path::new(cmd.get_program()).display()
+                ),
+            )
+        })?;
+        Ok(SimChild {
+            child: Some(child),
+            what,
+        })
+    }
+
+    /// Child pid (`None` once stopped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the child has exited (and how).
+    ///
+    /// # Errors
+    /// `waitpid` errors.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        match self.child.as_mut() {
+            Some(c) => c.try_wait(),
+            None => Ok(None),
+        }
+    }
+
+    /// Kills the child and reaps it.
+    ///
+    /// # Errors
+    /// `kill`/`wait` errors other than "already exited".
+    pub fn stop(&mut self) -> io::Result<()> {
+        if let Some(mut c) = self.child.take() {
+            match c.kill() {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::InvalidInput => {} // already exited
+                Err(e) => return Err(e),
+            }
+            c.wait()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SimChild {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            eprintln!("preempt: could not stop {}: {e}", self.what);
+        }
+    }
+}
+
 /// Sends SIGKILL to `pid` (used to stop a child that does not answer; `Child::kill` does the
 /// same for a `Child` handle).
 ///
@@ -144,4 +230,43 @@ pub fn kill(pid: u32) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sim_child_runs_until_stopped_and_is_reaped() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let mut child = SimChild::spawn(&mut cmd, &[], "the sleeper", "install coreutils").unwrap();
+        let pid = child.pid().expect("running");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "sleep 30 exited at once"
+        );
+        child.stop().unwrap();
+        assert_eq!(child.pid(), None);
+        // Reaped: no such process any more (kill reports ESRCH).
+        assert_eq!(
+            kill(pid).unwrap_err().raw_os_error(),
+            Some(libc::ESRCH),
+            "pid {pid} still exists after stop"
+        );
+        child.stop().unwrap(); // stopping twice is harmless
+    }
+
+    #[test]
+    fn a_missing_program_is_named_with_how_to_build_it() {
+        let mut cmd = Command::new("/nonexistent/imu-sim");
+        let e = SimChild::spawn(&mut cmd, &[], "the simulator", "build it with cargo").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("cannot start the simulator /nonexistent/imu-sim: ")
+                && msg.ends_with("(build it with cargo)"),
+            "{msg}"
+        );
+    }
 }

@@ -230,21 +230,15 @@ pub fn stream(
         ),
         Err(_) => (None, rtio.register_fd("imu-regs", regs)?),
     };
-    let int = rtio.register_fd("imu-int", int)?;
-    Ok(ImuStream {
-        bus: StreamBus::Memfd(regs, ack.unwrap_or(regs)),
+    ImuStream::new(
+        rtio,
+        StreamBus::Memfd(regs, ack.unwrap_or(regs)),
         int,
-        int_buf: rtio.alloc_buffer(8)?,
-        bufs: DataBufs::new(rtio, false)?,
-        spare: None,
-        txn_buf: None,
-        rd: u32::from_le_bytes(rd),
-        triggers: triggers.to_vec(),
+        rd,
+        triggers,
         userdata,
-        period_ns: 1_000_000_000 / u64::from(odr),
-        armed: false,
-        int_in_chain: true,
-    })
+        odr,
+    )
 }
 
 fn trigger_config(triggers: &[StreamTrigger], watermark: u32) -> io::Result<u32> {
@@ -379,21 +373,15 @@ pub fn stream_spi_with(
     spi_read(bus.as_fd(), simimu::REG_FIFO_RD, &mut rd)?;
     spi_write_u32(bus.as_fd(), simimu::REG_CONFIG, config)?;
     let bus = rtio.register_fd("imu-spi", bus)?;
-    let int = rtio.register_fd("imu-int", int)?;
-    Ok(ImuStream {
-        bus: StreamBus::Spi(bus, mode),
+    ImuStream::new(
+        rtio,
+        StreamBus::Spi(bus, mode),
         int,
-        int_buf: rtio.alloc_buffer(8)?,
-        bufs: DataBufs::new(rtio, false)?,
-        spare: None,
-        txn_buf: None,
-        rd: u32::from_le_bytes(rd),
-        triggers: triggers.to_vec(),
+        rd,
+        triggers,
         userdata,
-        period_ns: 1_000_000_000 / u64::from(odr),
-        armed: false,
-        int_in_chain: true,
-    })
+        odr,
+    )
 }
 
 fn len32(n: usize) -> u32 {
@@ -401,6 +389,35 @@ fn len32(n: usize) -> u32 {
 }
 
 impl ImuStream {
+    /// A stream not yet armed on `bus`: registers the INT line `int` with `rtio` and
+    /// allocates the stream's buffers. `rd` is the FIFO read pointer read at setup, `odr` the
+    /// device's output data rate.
+    fn new(
+        rtio: &mut Rtio,
+        bus: StreamBus,
+        int: OwnedFd,
+        rd: [u8; 4],
+        triggers: &[StreamTrigger],
+        userdata: u64,
+        odr: u32,
+    ) -> io::Result<ImuStream> {
+        let int = rtio.register_fd("imu-int", int)?;
+        Ok(ImuStream {
+            bus,
+            int,
+            int_buf: rtio.alloc_buffer(8)?,
+            bufs: DataBufs::new(rtio, false)?,
+            spare: None,
+            txn_buf: None,
+            rd: u32::from_le_bytes(rd),
+            triggers: triggers.to_vec(),
+            userdata,
+            period_ns: 1_000_000_000 / u64::from(odr),
+            armed: false,
+            int_in_chain: true,
+        })
+    }
+
     /// Queues the per-interrupt chain (see the module docs). Call [`Rtio::submit`] after.
     ///
     /// # Errors
