@@ -881,7 +881,7 @@ impl Rtio {
     ///
     /// On io_uring this is one `io_uring_enter(GETEVENTS, min_complete = n)` with a timeout
     /// (`IORING_ENTER_EXT_ARG`), `n` the completions still missing; with
-    /// [`TaskRun::Defer`](super::TaskRun::Defer) the kernel wakes the caller for *unlinked*
+    /// [`TaskRun::Defer`] the kernel wakes the caller for *unlinked*
     /// poll-armed requests (e.g. one interrupt read per device) only once enough are ready
     /// (lazy wake), so requests on several devices are reaped by one wake-up instead of one
     /// each. It fits where the completions can wait for each other: devices sampled together,
