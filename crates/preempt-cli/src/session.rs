@@ -1,6 +1,7 @@
 //! One run session: what every measuring subcommand does around its measurement, in one place.
 //!
-//! `check`, `latency`, `matrix`, `wakeup`, `micro` and `rtio-bench` all follow the same steps,
+//! `check`, `latency`, `matrix`, `wakeup`, `micro`, `rtio-bench` and the two demos (`demo gimbal`,
+//! `demo uav`) all follow the same steps,
 //! and before this module each wrote them out itself (and they drifted: only two recorded the
 //! history). A [`Session`] does them in order:
 //!

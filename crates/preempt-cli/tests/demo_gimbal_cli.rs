@@ -15,6 +15,7 @@ fn demo_gimbal_writes_a_demo_gimbal_result_and_mcap() {
     let dir = std::env::temp_dir().join(format!("preempt-demo-gimbal-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut cmd = Command::new(BIN);
+    cmd.env("PREEMPT_HISTORY", support::test_history());
     cmd.args([
         "demo",
         "gimbal",
@@ -38,6 +39,8 @@ fn demo_gimbal_writes_a_demo_gimbal_result_and_mcap() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("samples: expected 5000"), "{stdout}");
+    // Recorded in the history as every measuring command is (one session, crate::session).
+    assert!(stderr.contains("recorded as run #"), "{stderr}");
     let file = dir.join("gimbal.json");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();

@@ -58,6 +58,9 @@ fn demo_uav_flies_and_writes_a_demo_uav_result() {
     );
     assert!(stdout.contains("SCHED_FIFO 90"), "{stdout}");
     assert_eq!(stdout.contains("SOFT MODE"), !privileged);
+    // Recorded in the history as every measuring command is (one session, crate::session).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("recorded as run #"), "{stderr}");
     let file = dir.join("uav.json");
     let v = json(&file);
     assert_eq!(v["kind"], "demo_uav");

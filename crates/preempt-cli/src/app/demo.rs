@@ -5,22 +5,22 @@
 //! needs nothing but `preempt`.
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{Context, Result};
 use preempt_gimbal::demo::{self, DemoConfig};
 use preempt_gimbal::result::GimbalData;
-use preempt_io::sys::clock::monotonic_now_ns;
 
-use crate::cli::GimbalArgs;
+use crate::cli::{GimbalArgs, HistoryArgs};
 use crate::config::{self, StressConfig};
 use crate::error::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, usage};
-use crate::export::json::JsonExporter;
-use crate::export::{Exporter, write_atomically};
-use crate::results::{ResultFile, RunResult};
-use crate::stress::StressGuard;
+use crate::export::Sink;
+use crate::measure;
+use crate::results::RunResult;
+use crate::session::Session;
+use crate::stress::{self, StressGuard};
 use crate::warnings::Warning;
-use crate::{measure, stress, sysinfo};
 
 /// Runs the demo; returns the exit code.
 pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
@@ -41,11 +41,8 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
         cfg.stress = Some(stress::label(&stress_cfg));
     }
     cfg.validate().map_err(usage)?;
+    let mut session = start_session("demo_gimbal", &a.out, "gimbal", argv, &a.history)?;
     let stop = measure::install_stop_flag()?;
-    let t0 = monotonic_now_ns();
-    let started = crate::results::unix_ms_now();
-    let info = sysinfo::collect(argv);
-    let mut warns = sysinfo::machine_warnings(&info, &[0]);
     let guard = StressGuard::start(&stress_cfg)?;
     eprintln!(
         "preempt: gimbal demo for {:.1} s, steps {}{}",
@@ -59,30 +56,51 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
     drop(guard);
     let (data, out) = outcome.map_err(|e| anyhow::anyhow!(e))?;
     if data.interrupted {
-        warns.push(Warning::Interrupted);
+        session.warnings.push(Warning::Interrupted);
     }
-    let mut file = ResultFile::new(info, RunResult::DemoGimbal(Box::new(data.clone())));
-    file.started_unix_ms = started;
-    file.elapsed_ns = monotonic_now_ns() - t0;
+    let mut file = session.file(RunResult::DemoGimbal(Box::new(data.clone())));
     file.complete = !data.interrupted;
     file.interrupted = data.interrupted;
-    file.warnings = warns.iter().map(Warning::to_record).collect();
-    write_atomically(&out.json, &JsonExporter.serialize(&file)?)?;
+    // The result file (atomically, over the demo's own JSON; a fallback file if that fails)
+    // and the history record, as every measuring command does.
+    let saved = session.save(&file);
     print(&data)?;
     eprintln!(
         "preempt: results in {} (kind demo_gimbal) and {} (open it in Foxglove)",
         out.json.display(),
         out.mcap.display()
     );
-    if let Some(e) = &data.error {
+    let code = if let Some(e) = &data.error {
         eprintln!("preempt: the demo stopped early: {e} (results so far kept, marked interrupted)");
-        return Ok(EXIT_FAILURE);
-    }
-    Ok(if stop.load(Relaxed) || data.interrupted {
+        EXIT_FAILURE
+    } else if stop.load(Relaxed) || data.interrupted {
         EXIT_INTERRUPTED
     } else {
         EXIT_OK
-    })
+    };
+    saved.exit(code)
+}
+
+/// A demo's run session (shared with `demo uav`): `DIR/STEM.json` and `DIR/STEM.mcap` checked
+/// writable before the plant starts (`DIR` created), the machine's warnings for the
+/// controller's CPU 0, the history as `history` says.
+pub(super) fn start_session(
+    kind: &'static str,
+    dir: &Path,
+    stem: &str,
+    argv: Vec<String>,
+    history: &HistoryArgs,
+) -> Result<Session> {
+    let files = demo::Outputs::prepare_named(dir, stem).map_err(usage)?;
+    let mut session = Session::start(
+        kind,
+        argv,
+        Sink::new(Some(&files.json), None),
+        &[&files.mcap],
+        history.config(),
+    )?;
+    session.add_machine_warnings(&[0]);
+    Ok(session)
 }
 
 fn ms(ns: u64) -> String {

@@ -22,14 +22,13 @@ use preempt_uav::result::FlightCell;
 use crate::cli::UavArgs;
 use crate::config::{self, StressConfig};
 use crate::error::{EXIT_FAILURE, EXIT_OK, usage};
-use crate::export::json::JsonExporter;
-use crate::export::{Exporter, write_atomically};
+use crate::export::Sink;
 use crate::measure::matrix::slug;
-use crate::results::SysInfo;
 use crate::results::{ResultFile, RunResult};
+use crate::session::Session;
 use crate::stress::StressGuard;
 use crate::warnings::Warning;
-use crate::{measure, stress, sysinfo};
+use crate::{measure, stress};
 
 /// The study's eight policy rows (seed 001), as `--policy` spells them.
 pub const MATRIX_POLICIES: [&str; 8] = [
@@ -115,11 +114,8 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     if !stress_cfg.kinds.is_empty() {
         cfg.stress = stress::label(&stress_cfg);
     }
+    let session = super::demo::start_session("demo_uav", &a.out, "uav", argv, &a.history)?;
     let stop = measure::install_stop_flag()?;
-    let t0 = monotonic_now_ns();
-    let started = crate::results::unix_ms_now();
-    let info = sysinfo::collect(argv);
-    let warns = sysinfo::machine_warnings(&info, &[0]);
     let guard = StressGuard::start(&stress_cfg)?;
     let soft = std::env::var(preempt::SOFT_ENV).is_ok_and(|v| v == "1");
     eprintln!(
@@ -137,7 +133,7 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     drop(guard);
     let (cell, out) = outcome.map_err(|e| anyhow::anyhow!(e))?;
     let data = demo::single(&cfg, cell);
-    write_result(&out.json, info, &data, warns, started, t0)?;
+    let saved = session.save(&result_file(&session, &data));
     print(&data, &mut std::io::stdout().lock())?;
     eprintln!(
         "preempt: results in {} (kind demo_uav) and {} (open it in Foxglove)",
@@ -145,36 +141,30 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
         out.mcap.display()
     );
     let c = &data.cells[0];
-    if let Some(e) = &c.error {
+    let code = if let Some(e) = &c.error {
         eprintln!(
             "preempt: the flight stopped early: {e} (results so far kept, marked interrupted)"
         );
-        return Ok(EXIT_FAILURE);
-    }
-    if stop.load(Relaxed) || data.interrupted {
-        return Ok(measure::interrupted_exit_code());
-    }
-    Ok(EXIT_OK)
+        EXIT_FAILURE
+    } else if stop.load(Relaxed) || data.interrupted {
+        measure::interrupted_exit_code()
+    } else {
+        EXIT_OK
+    };
+    saved.exit(code)
 }
 
-fn write_result(
-    path: &Path,
-    info: SysInfo,
-    data: &UavData,
-    mut warns: Vec<Warning>,
-    started: u64,
-    t0: u64,
-) -> Result<()> {
-    if data.interrupted {
-        warns.push(Warning::Interrupted);
-    }
-    let mut file = ResultFile::new(info, RunResult::DemoUav(Box::new(data.clone())));
-    file.started_unix_ms = started;
-    file.elapsed_ns = monotonic_now_ns() - t0;
+/// The session's result file of `data`, marked interrupted (complete: false, and an
+/// `interrupted` warning) while the flight or the matrix has not finished.
+fn result_file(session: &Session, data: &UavData) -> ResultFile {
+    let mut file = session.file(RunResult::DemoUav(Box::new(data.clone())));
     file.complete = !data.interrupted;
     file.interrupted = data.interrupted;
-    file.warnings = warns.iter().map(Warning::to_record).collect();
-    write_atomically(path, &JsonExporter.serialize(&file)?)
+    if data.interrupted {
+        file.warnings
+            .push(Warning::Interrupted.to_record_in("demo_uav"));
+    }
+    file
 }
 
 /// A cell that did not fly, with the reason.
@@ -205,7 +195,9 @@ fn fly_cell(
         .arg("--duration")
         .arg(format!("{}ms", (cfg.duration_s * 1e3).round() as u64))
         .arg("--out")
-        .arg(dir);
+        .arg(dir)
+        // The matrix records itself, once; its cells are not runs of their own.
+        .arg("--no-history");
     if let Some(c) = a.sim_cpu {
         cmd.arg("--sim-cpu").arg(c.to_string());
     }
@@ -265,14 +257,18 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
         .map(|s| policy_row(s).map(|r| (*s, r)))
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!(e))?;
-    let stop = measure::install_stop_flag()?;
-    let t0 = monotonic_now_ns();
-    let started = crate::results::unix_ms_now();
     crate::export::create_output_dir(&a.out)
         .with_context(|| format!("--out {}", a.out.display()))?;
     let summary = a.out.join("uav.json");
-    let info = sysinfo::collect(argv);
-    let warns = sysinfo::machine_warnings(&info, &[0]);
+    let mut session = Session::start(
+        "demo_uav",
+        argv,
+        Sink::new(Some(&summary), None),
+        &[],
+        a.history.config(),
+    )?;
+    session.add_machine_warnings(&[0]);
+    let stop = measure::install_stop_flag()?;
     let mut data = UavData {
         duration_s: base.duration_s,
         mission_s: base.mission.duration_s(),
@@ -283,8 +279,8 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
         interrupted: true, // until the last cell
         cells: Vec::new(),
     };
-    // Writable before anything flies.
-    write_result(&summary, info.clone(), &data, warns.clone(), started, t0)?;
+    // Written (marked partial) before anything flies, rewritten after every cell.
+    session.write_partial(&result_file(&session, &data))?;
     let total = rows.len() * 2;
     eprintln!(
         "preempt: UAV matrix, {total} flights of {:.1} s (8 policies x idle/heavy stress)",
@@ -317,19 +313,19 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
             data.cells.push(cell);
             let mut partial = data.clone();
             strip_series(&mut partial);
-            write_result(&summary, info.clone(), &partial, warns.clone(), started, t0)?;
+            session.write_partial(&result_file(&session, &partial))?;
         }
     }
     data.interrupted = stop.load(Relaxed) || data.cells.iter().any(|c| c.interrupted);
     strip_series(&mut data);
-    write_result(&summary, info, &data, warns, started, t0)?;
+    let saved = session.save(&result_file(&session, &data));
     print(&data, &mut std::io::stdout().lock())?;
     eprintln!(
         "preempt: results in {} (kind demo_uav) and one directory per cell",
         summary.display()
     );
     if stop.load(Relaxed) {
-        return Ok(measure::interrupted_exit_code());
+        return saved.exit(measure::interrupted_exit_code());
     }
     if data.cells.iter().all(|c| c.flown_steps == 0) {
         anyhow::bail!(
@@ -340,7 +336,7 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
                 .unwrap_or_default()
         );
     }
-    Ok(EXIT_OK)
+    saved.exit(EXIT_OK)
 }
 
 /// Keeps the per-step series of the worst cell only (the report's time series).

@@ -118,6 +118,9 @@ pub struct UavArgs {
     /// Load.
     #[command(flatten)]
     pub stress: StressArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt demo gimbal`.
@@ -152,6 +155,9 @@ pub struct GimbalArgs {
     /// Load.
     #[command(flatten)]
     pub stress: StressArgs,
+    /// Results history.
+    #[command(flatten)]
+    pub history: HistoryArgs,
 }
 
 /// `preempt __gimbal-plant`: the plant's own arguments.
