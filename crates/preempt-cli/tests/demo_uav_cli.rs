@@ -169,3 +169,25 @@ fn an_interrupted_matrix_keeps_its_finished_cells() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Soft mode is read as the runtime reads it (any value but empty, `0` or `false`), so a
+/// `PREEMPT_SOFT=yes` flight, which the runtime runs under SCHED_OTHER, is marked soft.
+#[test]
+fn demo_uav_marks_soft_mode_as_the_runtime_reads_it() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("preempt-demo-uav-soft-{}", std::process::id()));
+    let (mut cmd, _) = preempt(&dir);
+    cmd.env("PREEMPT_SOFT", "yes")
+        .args(["demo", "uav", "--duration", "1s", "--no-history", "--out"])
+        .arg(&dir);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("SOFT MODE"), "{stdout}");
+    assert_eq!(json(&dir.join("uav.json"))["data"]["soft"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -143,10 +143,6 @@ impl Outputs {
     }
 }
 
-fn soft_mode() -> bool {
-    std::env::var(preempt::SOFT_ENV).is_ok_and(|v| v == "1")
-}
-
 /// Runs the demo. `stop` is the caller's Ctrl-C flag. Returns the data (also written to
 /// `gimbal.json` by [`write_json`]); an interrupted or failed run still returns its data,
 /// marked.
@@ -162,7 +158,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     std::fs::write(&out.json, b"{}\n")
         .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
     let samples = cfg.samples();
-    let soft = soft_mode();
+    let soft = preempt::soft_requested();
     // Held for the whole run: the controller's CPU must not halt between samples (a halted
     // vCPU's wake-up costs tens of µs here, a fifth of the period). What real-time setups do;
     // without root the run goes on and says so (`cpu_dma_latency_us: null`, a warning).

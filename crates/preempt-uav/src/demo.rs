@@ -144,10 +144,6 @@ pub struct UavData {
     pub cells: Vec<FlightCell>,
 }
 
-fn soft_mode() -> bool {
-    std::env::var(preempt::SOFT_ENV).is_ok_and(|v| v == "1")
-}
-
 /// Flies once. `stop` is the caller's Ctrl-C flag. Returns the cell (the caller writes the
 /// result file); an interrupted or failed flight still returns its figures, marked.
 ///
@@ -162,7 +158,7 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
     let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
     std::fs::write(&out.json, b"{}\n")
         .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
-    let soft = soft_mode();
+    let soft = preempt::soft_requested();
 
     sink.describe(&[
         ("policy", cfg.policy.label.clone()),

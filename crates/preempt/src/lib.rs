@@ -190,7 +190,7 @@ pub use preempt_macros::app;
 #[cfg(not(loom))]
 pub use preempt_stats::{rta, task_stats};
 #[cfg(not(loom))]
-pub use readiness::SOFT_ENV;
+pub use readiness::{SOFT_ENV, soft_requested};
 #[cfg(not(loom))]
 pub use resource::Mutex;
 #[cfg(not(loom))]

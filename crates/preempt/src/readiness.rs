@@ -186,8 +186,9 @@ pub(crate) fn soft_mode_warning(app: &str) -> String {
     )
 }
 
-/// Whether soft mode is requested.
-pub(crate) fn soft_requested() -> bool {
+/// Whether soft mode is requested: [`SOFT_ENV`] set to anything but empty, `0` or `false`
+/// (the runtime's own reading; programs that report the mode use this one too).
+pub fn soft_requested() -> bool {
     std::env::var(SOFT_ENV).is_ok_and(|v| {
         let v = v.trim();
         !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false"))

@@ -117,7 +117,7 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     let session = super::demo::start_session("demo_uav", &a.out, "uav", argv, &a.history)?;
     let stop = measure::install_stop_flag()?;
     let guard = StressGuard::start(&stress_cfg)?;
-    let soft = std::env::var(preempt::SOFT_ENV).is_ok_and(|v| v == "1");
+    let soft = preempt::soft_requested();
     eprintln!(
         "preempt: UAV flight for {:.1} s, control thread {}{}, stress {}",
         cfg.duration_s,
@@ -274,7 +274,7 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
         mission_s: base.mission.duration_s(),
         square_window_s: base.mission.square_window(),
         seed: base.seed,
-        soft: std::env::var(preempt::SOFT_ENV).is_ok_and(|v| v == "1"),
+        soft: preempt::soft_requested(),
         matrix: true,
         interrupted: true, // until the last cell
         cells: Vec::new(),
