@@ -30,6 +30,15 @@ fn preempt(dir: &Path) -> (Command, bool) {
     (cmd, privileged)
 }
 
+/// Runs `cmd`, asserts it succeeded, returns its stdout and stderr.
+fn run_ok(cmd: &mut Command) -> (String, String) {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -49,17 +58,10 @@ fn demo_uav_flies_and_writes_a_demo_uav_result() {
         "--out",
     ])
     .arg(&dir);
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, stderr) = run_ok(&mut cmd);
     assert!(stdout.contains("SCHED_FIFO 90"), "{stdout}");
     assert_eq!(stdout.contains("SOFT MODE"), !privileged);
     // Recorded in the history as every measuring command is (one session, crate::session).
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("recorded as run #"), "{stderr}");
     let file = dir.join("uav.json");
     let v = json(&file);
@@ -180,13 +182,7 @@ fn demo_uav_marks_soft_mode_as_the_runtime_reads_it() {
     cmd.env("PREEMPT_SOFT", "yes")
         .args(["demo", "uav", "--duration", "1s", "--no-history", "--out"])
         .arg(&dir);
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, _) = run_ok(&mut cmd);
     assert!(stdout.contains("SOFT MODE"), "{stdout}");
     assert_eq!(json(&dir.join("uav.json"))["data"]["soft"], true);
     let _ = std::fs::remove_dir_all(&dir);
