@@ -87,7 +87,9 @@ fn an_output_file_that_is_a_directory_is_a_usage_error_naming_it() {
             &o,
             2,
             &[&format!(
-                "cannot write {}: it is a directory",
+                "--out {}: cannot write {}: it is a directory; remove it or choose another --out \
+                 directory",
+                out.display(),
                 blocked.display()
             )],
         );
