@@ -253,7 +253,7 @@ pub struct GimbalData {
 }
 
 impl GimbalData {
-    /// What the run found about why its deadline misses were late (at most six lines), or
+    /// What the run found about why its deadline misses were late (at most eight lines), or
     /// why it could not say; `None` when explaining was not asked.
     pub fn explain_summary(&self) -> Option<String> {
         match (&self.explain, &self.explain_skipped) {
