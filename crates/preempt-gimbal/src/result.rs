@@ -256,11 +256,21 @@ impl GimbalData {
     /// What the run found about why its deadline misses were late (at most eight lines), or
     /// why it could not say; `None` when explaining was not asked.
     pub fn explain_summary(&self) -> Option<String> {
-        match (&self.explain, &self.explain_skipped) {
-            (Some(report), _) => Some(report.summary()),
-            (None, Some(why)) => Some(format!("deadline misses not explained: {why}\n")),
-            (None, None) => None,
-        }
+        explain_summary(self.explain.as_ref(), self.explain_skipped.as_deref())
+    }
+}
+
+/// A demo's explain outcome for its terminal summary (the gimbal's run, each UAV flight):
+/// the report's top causes (at most six lines), or why the misses were not explained;
+/// `None` when explaining was not asked.
+pub fn explain_summary(
+    explain: Option<&preempt::explain::Report>,
+    skipped: Option<&str>,
+) -> Option<String> {
+    match (explain, skipped) {
+        (Some(report), _) => Some(report.summary()),
+        (None, Some(why)) => Some(format!("deadline misses not explained: {why}\n")),
+        (None, None) => None,
     }
 }
 

@@ -10,13 +10,21 @@
 //! Log times are the samples' times on the 10 kHz grid plus the run's wall-clock start, so
 //! real and reference line up in Foxglove's plot. The writer is finalised (summary and index
 //! written) by [`McapSink::finish`], which the demo calls on every way out, Ctrl-C included.
+//!
+//! The recording itself is [`JsonMcap`], the one JSON-over-MCAP sink of both demonstrators
+//! (the UAV's `preempt_uav::telemetry` gives it its own schema and channels): the file
+//! created up front naming its path in the error, schemas and channels added in a fixed
+//! order, messages JSON-encoded into one reused buffer with their log time on the run's grid,
+//! messages counted per channel, the file finalised by `finish`. It lives here because the
+//! UAV crate already builds on this one's plant and harness machinery; a crate of its own
+//! would have no other user (STYLE.md: split out a crate at its second consumer outside).
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
 
-use mcap::records::MessageHeader;
+use mcap::records::{MessageHeader, Metadata};
 use serde::Serialize;
 
 use crate::record::SampleRecord;
@@ -127,96 +135,192 @@ pub struct Counts {
     pub tasks: u64,
 }
 
-/// An open MCAP recording.
-pub struct McapSink {
+/// An MCAP error as an I/O error.
+fn err(e: mcap::McapError) -> io::Error {
+    io::Error::other(format!("MCAP: {e}"))
+}
+
+/// A recording's layout: the writing library's name, the schemas (name, JSON Schema text)
+/// and the channels (topic, index of its schema), added to the file in this order (the
+/// channel index is the one [`JsonMcap::write`] takes).
+#[derive(Clone, Copy, Debug)]
+pub struct Channels<'a> {
+    /// The MCAP header's `library`.
+    pub library: &'a str,
+    /// `(name, JSON Schema)`.
+    pub schemas: &'a [(&'a str, &'a str)],
+    /// `(topic, index into schemas)`.
+    pub topics: &'a [(&'a str, usize)],
+}
+
+/// An open MCAP recording of JSON messages (uncompressed, the `mcap` crate's default
+/// chunking), counting the messages written per channel.
+pub struct JsonMcap {
     w: mcap::Writer<BufWriter<File>>,
-    state: u16,
-    reference: u16,
-    tasks: u16,
+    channels: Vec<u16>,
     base_ns: u64,
-    counts: Counts,
+    counts: Vec<u64>,
     buf: Vec<u8>,
 }
 
-impl std::fmt::Debug for McapSink {
+impl std::fmt::Debug for JsonMcap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McapSink")
+        f.debug_struct("JsonMcap")
             .field("counts", &self.counts)
             .finish_non_exhaustive()
     }
 }
 
-/// An MCAP error as an I/O error.
-pub fn err(e: mcap::McapError) -> io::Error {
-    io::Error::other(format!("MCAP: {e}"))
-}
-
-/// Creates `path` (truncating it) as an uncompressed MCAP file written by `library`.
-///
-/// # Errors
-/// File creation or MCAP header errors, naming the path.
-pub fn create_writer(path: &Path, library: &str) -> io::Result<mcap::Writer<BufWriter<File>>> {
-    let file = File::create(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display())))?;
-    mcap::WriteOptions::new()
-        .library(library)
-        .compression(None)
-        .create(BufWriter::with_capacity(1 << 20, file))
-        .map_err(err)
-}
-
-impl McapSink {
-    /// Creates `path` (truncating it) with the three channels; `base_ns` is the log time of
-    /// sample 0 (ns since the Unix epoch).
+impl JsonMcap {
+    /// Creates `path` (truncating it) with `set`'s library name, schemas and channels;
+    /// `base_ns` is the log time of grid time 0 (ns since the Unix epoch).
     ///
     /// # Errors
-    /// File creation or MCAP header errors, naming the path.
-    pub fn create(path: &Path, base_ns: u64) -> io::Result<McapSink> {
-        let mut w = create_writer(path, concat!("preempt-gimbal ", env!("CARGO_PKG_VERSION")))?;
+    /// File creation (naming the path) or MCAP header errors; a topic naming a schema
+    /// `set` does not have.
+    pub fn create(path: &Path, base_ns: u64, set: Channels<'_>) -> io::Result<JsonMcap> {
+        let file = File::create(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+        })?;
+        let mut w = mcap::WriteOptions::new()
+            .library(set.library)
+            .compression(None)
+            .create(BufWriter::with_capacity(1 << 20, file))
+            .map_err(err)?;
+        let schemas = set
+            .schemas
+            .iter()
+            .map(|(name, text)| w.add_schema(name, "jsonschema", text.as_bytes()))
+            .collect::<Result<Vec<u16>, _>>()
+            .map_err(err)?;
         let meta = BTreeMap::new();
-        let state_schema = w
-            .add_schema(
-                "preempt.gimbal.State",
-                "jsonschema",
-                STATE_SCHEMA.as_bytes(),
-            )
-            .map_err(err)?;
-        let tasks_schema = w
-            .add_schema("preempt.AppStats", "jsonschema", TASKS_SCHEMA.as_bytes())
-            .map_err(err)?;
-        let state = w
-            .add_channel(state_schema, "/gimbal/state", "json", &meta)
-            .map_err(err)?;
-        let reference = w
-            .add_channel(state_schema, "/gimbal/reference", "json", &meta)
-            .map_err(err)?;
-        let tasks = w
-            .add_channel(tasks_schema, "/gimbal/tasks", "json", &meta)
-            .map_err(err)?;
-        Ok(McapSink {
+        let mut channels = Vec::with_capacity(set.topics.len());
+        for &(topic, schema) in set.topics {
+            let id = *schemas.get(schema).ok_or_else(|| {
+                io::Error::other(format!("MCAP channel {topic}: no schema #{schema}"))
+            })?;
+            channels.push(w.add_channel(id, topic, "json", &meta).map_err(err)?);
+        }
+        Ok(JsonMcap {
             w,
-            state,
-            reference,
-            tasks,
+            counts: vec![0; channels.len()],
+            channels,
             base_ns,
-            counts: Counts::default(),
             buf: Vec::with_capacity(1024),
         })
     }
 
-    fn put(&mut self, channel: u16, sequence: u64, t_ns: u64) -> io::Result<()> {
+    /// Writes `msg` (JSON) to channel `channel` with `sequence`, at grid time `t_ns`.
+    ///
+    /// # Errors
+    /// Serialisation or write errors; a channel the recording does not have.
+    pub fn write(
+        &mut self,
+        channel: usize,
+        sequence: u64,
+        t_ns: u64,
+        msg: &impl Serialize,
+    ) -> io::Result<()> {
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, msg).map_err(io::Error::other)?;
+        self.put(channel, sequence, t_ns)
+    }
+
+    /// Writes `json` (a JSON document already encoded) to channel `channel`, its sequence
+    /// being the channel's message count, at grid time `t_ns`.
+    ///
+    /// # Errors
+    /// Write errors; a channel the recording does not have.
+    pub fn write_raw(&mut self, channel: usize, json: &[u8], t_ns: u64) -> io::Result<()> {
+        self.buf.clear();
+        self.buf.extend_from_slice(json);
+        let sequence = self.counts.get(channel).copied().unwrap_or(0);
+        self.put(channel, sequence, t_ns)
+    }
+
+    fn put(&mut self, channel: usize, sequence: u64, t_ns: u64) -> io::Result<()> {
+        let id = *self
+            .channels
+            .get(channel)
+            .ok_or_else(|| io::Error::other(format!("MCAP: no channel #{channel}")))?;
         let log_time = self.base_ns + t_ns;
         self.w
             .write_to_known_channel(
                 &MessageHeader {
-                    channel_id: channel,
+                    channel_id: id,
+                    // MCAP's sequence is 32-bit; it wraps after 2^32 messages (5 days at
+                    // 10 kHz), as the format intends.
                     sequence: sequence as u32,
                     log_time,
                     publish_time: log_time,
                 },
                 &self.buf,
             )
+            .map_err(err)?;
+        self.counts[channel] += 1;
+        Ok(())
+    }
+
+    /// Writes a metadata record `name` with `fields`.
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn metadata(&mut self, name: &str, fields: &[(&str, String)]) -> io::Result<()> {
+        let metadata = fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        self.w
+            .write_metadata(&Metadata {
+                name: name.into(),
+                metadata,
+            })
             .map_err(err)
+    }
+
+    /// Messages written per channel so far, in the channels' order.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// Writes the summary and index and closes the file; returns the counts per channel.
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn finish(mut self) -> io::Result<Vec<u64>> {
+        self.w.finish().map_err(err)?;
+        Ok(self.counts)
+    }
+}
+
+/// The gimbal's channels, in [`GIMBAL_CHANNELS`]' order.
+const STATE: usize = 0;
+const REFERENCE: usize = 1;
+const TASKS: usize = 2;
+
+/// The gimbal's schemas and channels.
+pub const GIMBAL_CHANNELS: Channels<'static> = Channels {
+    library: concat!("preempt-gimbal ", env!("CARGO_PKG_VERSION")),
+    schemas: &[
+        ("preempt.gimbal.State", STATE_SCHEMA),
+        ("preempt.AppStats", TASKS_SCHEMA),
+    ],
+    topics: &[
+        ("/gimbal/state", 0),
+        ("/gimbal/reference", 0),
+        ("/gimbal/tasks", 1),
+    ],
+};
+
+/// An open gimbal recording ([`JsonMcap`] with [`GIMBAL_CHANNELS`]).
+#[derive(Debug)]
+pub struct McapSink(JsonMcap);
+
+impl McapSink {
+    /// Creates `path` (truncating it) with the three channels; sample 0 is logged at
+    /// `base_ns` (ns since the Unix epoch). Errors name the path.
+    pub fn create(path: &Path, base_ns: u64) -> io::Result<McapSink> {
+        JsonMcap::create(path, base_ns, GIMBAL_CHANNELS).map(McapSink)
     }
 
     /// Writes a real sample.
@@ -224,11 +328,8 @@ impl McapSink {
     /// # Errors
     /// Write errors.
     pub fn state(&mut self, r: &SampleRecord) -> io::Result<()> {
-        self.buf.clear();
-        state_json(r, &mut self.buf)?;
-        self.put(self.state, r.k, r.k * crate::control::SAMPLE_NS)?;
-        self.counts.state += 1;
-        Ok(())
+        let t = r.k * crate::control::SAMPLE_NS;
+        self.0.write(STATE, r.k, t, &StateMsg::of(r))
     }
 
     /// Writes a reference sample.
@@ -236,11 +337,8 @@ impl McapSink {
     /// # Errors
     /// Write errors.
     pub fn reference(&mut self, r: &SampleRecord) -> io::Result<()> {
-        self.buf.clear();
-        serde_json::to_writer(&mut self.buf, &StateMsg::of(r)).map_err(io::Error::other)?;
-        self.put(self.reference, r.k, r.k * crate::control::SAMPLE_NS)?;
-        self.counts.reference += 1;
-        Ok(())
+        let t = r.k * crate::control::SAMPLE_NS;
+        self.0.write(REFERENCE, r.k, t, &StateMsg::of(r))
     }
 
     /// Writes the app's task statistics (a JSON object) at grid time `t_ns`.
@@ -248,24 +346,100 @@ impl McapSink {
     /// # Errors
     /// Write errors.
     pub fn tasks(&mut self, json: &str, t_ns: u64) -> io::Result<()> {
-        self.buf.clear();
-        self.buf.extend_from_slice(json.as_bytes());
-        self.put(self.tasks, self.counts.tasks, t_ns)?;
-        self.counts.tasks += 1;
-        Ok(())
+        self.0.write_raw(TASKS, json.as_bytes(), t_ns)
     }
 
     /// Messages written so far.
     pub fn counts(&self) -> Counts {
-        self.counts
+        Counts::of(self.0.counts())
     }
 
     /// Writes the summary and index and closes the file.
     ///
     /// # Errors
     /// Write errors.
-    pub fn finish(mut self) -> io::Result<Counts> {
-        self.w.finish().map_err(err)?;
-        Ok(self.counts)
+    pub fn finish(self) -> io::Result<Counts> {
+        self.0.finish().map(|c| Counts::of(&c))
+    }
+}
+
+impl Counts {
+    fn of(c: &[u64]) -> Counts {
+        Counts {
+            state: c[STATE],
+            reference: c[REFERENCE],
+            tasks: c[TASKS],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SET: Channels<'static> = Channels {
+        library: "test",
+        schemas: &[("t.A", "{}"), ("t.B", "{}")],
+        topics: &[("/a", 0), ("/b", 1), ("/a2", 0)],
+    };
+
+    #[test]
+    fn json_mcap_writes_its_channels_in_order_and_counts_them() {
+        let path =
+            std::env::temp_dir().join(format!("preempt-jsonmcap-{}.mcap", std::process::id()));
+        let mut m = JsonMcap::create(&path, 1_000, SET).unwrap();
+        m.write(0, 7, 10, &serde_json::json!({"x": 1})).unwrap();
+        m.write(2, 8, 20, &serde_json::json!({"x": 2})).unwrap();
+        m.write_raw(1, br#"{"y":3}"#, 30).unwrap();
+        m.metadata("t.meta", &[("k", "v".into())]).unwrap();
+        let bad = m.write(3, 0, 0, &1).unwrap_err();
+        assert!(bad.to_string().contains("no channel #3"), "{bad}");
+        assert_eq!(m.counts(), &[1, 1, 1]);
+        assert_eq!(m.finish().unwrap(), vec![1, 1, 1]);
+
+        let bytes = std::fs::read(&path).unwrap();
+        let got: Vec<(String, String, u32, u64, Vec<u8>)> = mcap::MessageStream::new(&bytes)
+            .unwrap()
+            .map(|m| {
+                let m = m.unwrap();
+                let schema = m.channel.schema.as_ref().unwrap().name.clone();
+                (
+                    m.channel.topic.clone(),
+                    schema,
+                    m.sequence,
+                    m.log_time,
+                    m.data.to_vec(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/a".into(), "t.A".into(), 7, 1_010, br#"{"x":1}"#.to_vec()),
+                ("/a2".into(), "t.A".into(), 8, 1_020, br#"{"x":2}"#.to_vec()),
+                ("/b".into(), "t.B".into(), 0, 1_030, br#"{"y":3}"#.to_vec()),
+            ]
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn json_mcap_errors_name_the_path_and_the_schema() {
+        let e = JsonMcap::create(Path::new("/nonexistent-dir/x.mcap"), 0, SET).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("cannot create /nonexistent-dir/x.mcap"),
+            "{e}"
+        );
+        let path =
+            std::env::temp_dir().join(format!("preempt-jsonmcap-bad-{}.mcap", std::process::id()));
+        let bad = Channels {
+            library: "t",
+            schemas: &[("t.A", "{}")],
+            topics: &[("/a", 1)],
+        };
+        let e = JsonMcap::create(&path, 0, bad).unwrap_err();
+        assert!(e.to_string().contains("/a: no schema #1"), "{e}");
+        let _ = std::fs::remove_file(&path);
     }
 }

@@ -88,6 +88,9 @@ pub struct FlightConfig {
     pub sim_cpu: Option<usize>,
     /// Label of the stress applied meanwhile (`none` when idle; the caller runs it).
     pub stress: String,
+    /// `--explain`: explain the control task's deadline misses from the kernel trace (as
+    /// `PREEMPT_EXPLAIN=1` does).
+    pub explain: bool,
 }
 
 impl FlightConfig {
@@ -110,6 +113,7 @@ impl FlightConfig {
                 .ok()
                 .and_then(|c| c.last().copied()),
             stress: "none".into(),
+            explain: false,
         }
     }
 
@@ -217,6 +221,9 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
     )
     .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
 
+    if cfg.explain {
+        preempt::explain::request();
+    }
     let code = app::run(app::Setup {
         fds,
         mission: cfg.mission,
@@ -225,6 +232,7 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         telemetry: tx,
     });
 
+    let explained = preempt::explain::take_outcome();
     finished.store(true, Ordering::Release);
     let _ = watchdog.join();
     let ((records, sink, write_error), lost) = recorder
@@ -267,6 +275,8 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         telemetry_lost: lost,
         sim: counters,
         rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),
+        explain_skipped: explained.as_ref().and_then(|o| o.as_ref().err().cloned()),
+        explain: explained.and_then(Result::ok),
         ..FlightCell::default()
     };
     result::fill_quality(&mut cell, &cfg.mission, &records, &reference);

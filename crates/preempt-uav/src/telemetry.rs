@@ -8,17 +8,15 @@
 //!
 //! Log times are the steps' times on the 250 Hz grid plus the flight's wall-clock start, so
 //! flight and reference line up. [`McapSink::finish`] writes the summary and index; the demo
-//! calls it on every way out, Ctrl-C included.
+//! calls it on every way out, Ctrl-C included. The writing is the gimbal's generic
+//! [`JsonMcap`] with this crate's schema and channels ([`UAV_CHANNELS`]).
 
-use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io;
 use std::path::Path;
 
-use mcap::records::MessageHeader;
 use serde::Serialize;
 
-use preempt_gimbal::telemetry::{create_writer, err};
+use preempt_gimbal::telemetry::{Channels, JsonMcap};
 
 use crate::control::PERIOD_NS;
 use crate::record::FlightRecord;
@@ -80,7 +78,7 @@ impl StateMsg {
     }
 }
 
-/// Which topic a record goes to.
+/// Which topic a record goes to (its index in [`UAV_CHANNELS`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Topic {
     /// `/uav/state`.
@@ -89,48 +87,24 @@ pub enum Topic {
     Reference = 1,
 }
 
-/// An open MCAP recording.
-pub struct McapSink {
-    w: mcap::Writer<BufWriter<File>>,
-    channels: [u16; 2],
-    base_ns: u64,
-    /// Messages written per topic.
-    pub counts: [u64; 2],
-    buf: Vec<u8>,
-}
+/// The UAV's schema and channels.
+pub const UAV_CHANNELS: Channels<'static> = Channels {
+    library: concat!("preempt-uav ", env!("CARGO_PKG_VERSION")),
+    schemas: &[("preempt.uav.State", STATE_SCHEMA)],
+    topics: &[("/uav/state", 0), ("/uav/reference", 0)],
+};
 
-impl std::fmt::Debug for McapSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McapSink")
-            .field("counts", &self.counts)
-            .finish_non_exhaustive()
-    }
-}
+/// An open flight recording ([`JsonMcap`] with [`UAV_CHANNELS`]).
+#[derive(Debug)]
+pub struct McapSink(JsonMcap);
 
 impl McapSink {
-    /// Creates `path` (truncating it); `base_ns` is the log time of step 0 (ns since the
-    /// Unix epoch).
+    /// A new recording at `path` (truncated), step 0 logged at `base_ns` (Unix ns).
     ///
     /// # Errors
     /// File creation or MCAP header errors, naming the path.
     pub fn create(path: &Path, base_ns: u64) -> io::Result<McapSink> {
-        let mut w = create_writer(path, concat!("preempt-uav ", env!("CARGO_PKG_VERSION")))?;
-        let schema = w
-            .add_schema("preempt.uav.State", "jsonschema", STATE_SCHEMA.as_bytes())
-            .map_err(err)?;
-        let mut channels = [0_u16; 2];
-        for (c, topic) in channels.iter_mut().zip(["/uav/state", "/uav/reference"]) {
-            *c = w
-                .add_channel(schema, topic, "json", &BTreeMap::new())
-                .map_err(err)?;
-        }
-        Ok(McapSink {
-            w,
-            channels,
-            base_ns,
-            counts: [0; 2],
-            buf: Vec::with_capacity(1024),
-        })
+        JsonMcap::create(path, base_ns, UAV_CHANNELS).map(McapSink)
     }
 
     /// Writes the flight's description as an MCAP metadata record `preempt.uav.flight`
@@ -139,16 +113,7 @@ impl McapSink {
     /// # Errors
     /// Write errors.
     pub fn describe(&mut self, fields: &[(&str, String)]) -> io::Result<()> {
-        let metadata = fields
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
-            .collect();
-        self.w
-            .write_metadata(&mcap::records::Metadata {
-                name: "preempt.uav.flight".into(),
-                metadata,
-            })
-            .map_err(err)
+        self.0.metadata("preempt.uav.flight", fields)
     }
 
     /// Writes one record to `topic`.
@@ -156,28 +121,24 @@ impl McapSink {
     /// # Errors
     /// Write errors.
     pub fn write(&mut self, topic: Topic, r: &FlightRecord) -> io::Result<()> {
-        self.buf.clear();
-        serde_json::to_writer(&mut self.buf, &StateMsg::of(r)).map_err(io::Error::other)?;
-        let log_time = self.base_ns + r.k * PERIOD_NS;
-        let header = MessageHeader {
-            channel_id: self.channels[topic as usize],
-            sequence: r.k as u32,
-            log_time,
-            publish_time: log_time,
-        };
-        self.w
-            .write_to_known_channel(&header, &self.buf)
-            .map_err(err)?;
-        self.counts[topic as usize] += 1;
-        Ok(())
+        self.0
+            .write(topic as usize, r.k, r.k * PERIOD_NS, &StateMsg::of(r))
+    }
+
+    /// Messages written per topic so far (`[state, reference]`).
+    pub fn counts(&self) -> [u64; 2] {
+        counts(self.0.counts())
     }
 
     /// Writes the summary and index and closes the file; returns the counts per topic.
     ///
     /// # Errors
     /// Write errors.
-    pub fn finish(mut self) -> io::Result<[u64; 2]> {
-        self.w.finish().map_err(err)?;
-        Ok(self.counts)
+    pub fn finish(self) -> io::Result<[u64; 2]> {
+        self.0.finish().map(|c| counts(&c))
     }
+}
+
+fn counts(c: &[u64]) -> [u64; 2] {
+    [c[Topic::State as usize], c[Topic::Reference as usize]]
 }

@@ -92,6 +92,17 @@ pub(super) fn start_session(
     history: &HistoryArgs,
 ) -> Result<Session> {
     let files = demo::Outputs::prepare_named(dir, stem).map_err(usage)?;
+    // The names in DIR are the demo's own: the fix is another directory, not another name.
+    for f in [&files.json, &files.mcap] {
+        if f.is_dir() {
+            return Err(usage(format!(
+                "--out {}: cannot write {}: it is a directory; remove it or choose another \
+                 --out directory",
+                dir.display(),
+                f.display()
+            )));
+        }
+    }
     let mut session = Session::start(
         kind,
         argv,

@@ -105,6 +105,7 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     }
     cfg.sim_exe = std::env::current_exe().context("cannot find the preempt binary itself")?;
     cfg.sim_prefix = vec!["__uav-sim".into()];
+    cfg.explain = a.explain;
     cfg.samples().map_err(usage)?;
     if a.matrix {
         return matrix(a, &cfg, argv);
@@ -198,6 +199,9 @@ fn fly_cell(
         .arg(dir)
         // The matrix records itself, once; its cells are not runs of their own.
         .arg("--no-history");
+    if cfg.explain {
+        cmd.arg("--explain");
+    }
     if let Some(c) = a.sim_cpu {
         cmd.arg("--sim-cpu").arg(c.to_string());
     }
@@ -408,7 +412,36 @@ fn print(d: &UavData, out: &mut impl Write) -> Result<()> {
         "latency = control job start - release (us); compute = the cascade's time (us); errors \
          against the same mission flown with ideal timing (mm, degrees)"
     )?;
+    print_explained(d, out)?;
     out.flush()?;
+    Ok(())
+}
+
+/// `--explain`: one flight's top causes (at most six lines); a matrix's, one line per cell
+/// (the cell's main cause, or why its misses were not explained).
+fn print_explained(d: &UavData, out: &mut impl Write) -> Result<()> {
+    if let [c] = d.cells.as_slice() {
+        if let Some(s) = c.explain_summary() {
+            write!(out, "{s}")?;
+        }
+        return Ok(());
+    }
+    for c in &d.cells {
+        let line = match (&c.explain, &c.explain_skipped) {
+            (Some(x), _) => {
+                let top = preempt_trace::summary_lines(&x.top_causes, x.explained as usize, 1);
+                format!(
+                    "{} explained, {} not{}",
+                    x.explained,
+                    x.unexplained,
+                    top.first().map_or(String::new(), |t| format!("; top: {t}"))
+                )
+            }
+            (None, Some(why)) => format!("not explained: {why}"),
+            (None, None) => continue,
+        };
+        writeln!(out, "misses of {} {}: {line}", c.policy, c.stress)?;
+    }
     Ok(())
 }
 

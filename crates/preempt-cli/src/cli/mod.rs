@@ -115,6 +115,13 @@ pub struct UavArgs {
     /// Output directory: uav.json, uav.mcap (a matrix: one subdirectory per cell too).
     #[arg(long, default_value = "preempt-uav")]
     pub out: PathBuf,
+    /// Explain each deadline miss of the control task from the kernel trace (as
+    /// `PREEMPT_EXPLAIN=1` does for any app): per miss its causes (irq, softirq, thread,
+    /// wakeup, idle_exit, timer, invisible), the flight's top causes, into uav.json (a matrix:
+    /// every cell). Needs tracefs (root); without it the flight goes on and the result says
+    /// why.
+    #[arg(long)]
+    pub explain: bool,
     /// Load.
     #[command(flatten)]
     pub stress: StressArgs,

@@ -179,12 +179,34 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
             &rows,
         ));
     }
-    if let Some(x) = &d.explain {
-        super::explain::app_section(b, &i.label, &format!("gimbal controller, {}", i.label), x)?;
-    } else if let Some(why) = &d.explain_skipped {
-        b.p(&format!("Deadline misses not explained: {why}."));
-    }
+    explained(
+        b,
+        &i.label,
+        &format!("gimbal controller, {}", i.label),
+        d.explain.as_ref(),
+        d.explain_skipped.as_deref(),
+    )?;
     rta(b, d);
+    Ok(())
+}
+
+/// A demo's explained deadline misses (the gimbal's run, each UAV flight): the bars and
+/// tables of [`super::explain::app_section`], or why the misses were not explained; nothing
+/// when explaining was not asked. `label` names the figures' files.
+pub(super) fn explained(
+    b: &mut Builder,
+    label: &str,
+    subject: &str,
+    x: Option<&preempt::explain::Report>,
+    skipped: Option<&str>,
+) -> anyhow::Result<()> {
+    if let Some(x) = x {
+        super::explain::app_section(b, label, subject, x)?;
+    } else if let Some(why) = skipped {
+        b.p(&format!(
+            "Deadline misses not explained ({subject}): {why}."
+        ));
+    }
     Ok(())
 }
 

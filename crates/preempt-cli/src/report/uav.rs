@@ -1,7 +1,9 @@
 //! The report's section for `demo_uav` results: per flight (cell) the release latency, the
 //! missed periods, the cascade's compute time and the flight quality against the ideal-timing
 //! reference; box plots of latency and position error per cell; time series of both for the
-//! worst cell (the largest RMS position error; a crash counts as worst).
+//! worst cell (the largest RMS position error; a crash counts as worst); per flight flown
+//! with `--explain`, its deadline misses explained from the kernel trace (the gimbal's
+//! rendering, [`super::gimbal::explained`]).
 
 use anyhow::Result;
 
@@ -121,6 +123,22 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &UavData) -> Result<()> {
     let flown: Vec<_> = d.cells.iter().filter(|c| c.flown_steps > 0).collect();
     if flown.is_empty() {
         return Ok(());
+    }
+    for c in &flown {
+        super::gimbal::explained(
+            b,
+            &format!(
+                "{}-{}",
+                i.label,
+                crate::measure::matrix::slug(&format!("{} {}", c.policy, c.stress))
+            ),
+            &format!(
+                "UAV control task, {} stress {}, {}",
+                c.policy, c.stress, i.label
+            ),
+            c.explain.as_ref(),
+            c.explain_skipped.as_deref(),
+        )?;
     }
     // The runtime's exact summary (no quartiles: the box is absent, the median a line).
     let lat: Vec<BoxStat> = flown
