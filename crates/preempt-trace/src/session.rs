@@ -214,6 +214,9 @@ struct Inner {
     max_events: usize,
     /// Most pages read per CPU per poll: the ring's size.
     max_pages: usize,
+    /// When tracing began (CLOCK_MONOTONIC ns): a gap before the first event read starts
+    /// here, not at 0.
+    started_ns: u64,
     fault: Option<String>,
 }
 
@@ -300,6 +303,7 @@ impl Session {
                 loss: Loss::default(),
             });
         }
+        let started_ns = preempt_io::sys::clock::monotonic_now_ns();
         instance.write("tracing_on", "1")?;
         let max_pages = ring_pages(opts.buffer_kb, &hdr);
         let inner = Arc::new(Mutex::new(Inner {
@@ -311,6 +315,7 @@ impl Session {
             retain_ns: opts.retain_ns,
             max_events: opts.max_events_per_cpu,
             max_pages,
+            started_ns,
             fault: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -473,6 +478,7 @@ impl Inner {
             cpus,
             fault,
             max_pages,
+            started_ns,
             ..
         } = self;
         for r in readers.iter_mut() {
@@ -483,7 +489,7 @@ impl Inner {
             let res = r.drain(hdr, *max_pages, |item| match item {
                 Item::Lost => {
                     h.loss.missed_pages += 1;
-                    h.gap_from.get_or_insert(h.last_ts);
+                    h.gap_from.get_or_insert(h.last_ts.max(*started_ns));
                 }
                 Item::Record(ts, rec) => {
                     let Some(e) = decoder.decode(ts, cpu, rec) else {
@@ -495,6 +501,7 @@ impl Inner {
                         return;
                     }
                     if let Some(from) = h.gap_from.take() {
+                        let from = from.min(e.ts);
                         let len = e.ts - from;
                         h.lost.push_back((from, e.ts));
                         h.loss.lost_stretches += 1;
