@@ -96,6 +96,51 @@ fn check_prints_every_item_and_exit_code_follows_failures() {
     let items = v["data"]["items"].as_array().unwrap();
     assert!(items.len() >= 15);
     assert!(items.iter().any(|i| i["id"] == "fair-server"));
+    assert!(
+        text.contains("Wake-up from idle (measured)"),
+        "text output lacks the idle wake-up item: {text}"
+    );
+    let idle = items
+        .iter()
+        .find(|i| i["id"] == "idle-wakeup")
+        .expect("idle-wakeup item");
+    let w = &v["data"]["idle_wakeup"];
+    if w.is_null() {
+        support::skip_unprivileged(&format!(
+            "the idle wake-up probe needs root: {}",
+            idle["value"]
+        ));
+    } else {
+        let ns = |k: &str| w[k].as_u64().unwrap_or_else(|| panic!("{k}: {w}"));
+        assert_eq!(ns("wakeups_per_mode"), 300, "{w}");
+        assert_eq!(ns("period_ns"), 1_000_000, "{w}");
+        assert!(ns("idle_p50_ns") > 0 && ns("polling_p50_ns") > 0, "{w}");
+        assert_eq!(
+            w["extra_ns"].as_i64().unwrap(),
+            ns("idle_p50_ns") as i64 - ns("polling_p50_ns") as i64,
+            "{w}"
+        );
+        let cpu = ns("cpu");
+        assert!(
+            preempt_io::sys::cpu::online_cpus()
+                .unwrap()
+                .contains(&(cpu as usize)),
+            "{w}"
+        );
+        assert!(
+            idle["value"]
+                .as_str()
+                .unwrap()
+                .contains("us per wake-up from idle")
+        );
+        // Nobody else held the PM QoS request, and the CPU was idle: then the held blocks
+        // cannot halt, whatever the timing.
+        if w["dma_latency_found_us"] == 2_000_000_000_i64 && idle["status"] != "info" {
+            if let Some(h) = w["polling_halts"].as_u64() {
+                assert!(h <= 2 * 12, "the CPU halted with cpu_dma_latency held: {w}");
+            }
+        }
+    }
     assert_eq!(
         support::read_json(&file)["data"]["items"]
             .as_array()

@@ -8,7 +8,7 @@
 //! ```
 //! use preempt_cli::export::{Exporter, json::JsonExporter};
 //! use preempt_cli::results::{CheckReport, ResultFile, RunResult, SysInfo};
-//! let file = ResultFile::new(SysInfo::default(), RunResult::Check(CheckReport { items: vec![] }));
+//! let file = ResultFile::new(SysInfo::default(), RunResult::Check(CheckReport::default()));
 //! let bytes = JsonExporter.serialize(&file).unwrap();
 //! assert!(bytes.starts_with(b"{\n  \"schema_version\": 1"));
 //! ```

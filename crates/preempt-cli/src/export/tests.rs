@@ -203,6 +203,7 @@ fn synthetic_check() -> ResultFile {
                 fix: "swapoff -a".into(),
             },
         ],
+        idle_wakeup: None,
     }))
 }
 

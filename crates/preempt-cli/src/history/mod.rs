@@ -395,7 +395,7 @@ mod tests {
                 kernel_release: "6.18".into(),
                 ..Default::default()
             },
-            RunResult::Check(CheckReport { items: vec![] }),
+            RunResult::Check(CheckReport::default()),
         );
         let a = db.record(&file, None).unwrap();
         // The same run again is refused, naming the id it has.

@@ -143,7 +143,7 @@ pub fn explain_run(
         }
     )];
     lines.extend(
-        preempt_trace::summary_lines(&out.top_causes, all.len(), 5)
+        preempt_trace::summary_lines(&out.top_causes, all.len(), "outliers", 5)
             .into_iter()
             .map(|l| format!("  {l}")),
     );

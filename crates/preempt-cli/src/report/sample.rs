@@ -317,6 +317,7 @@ pub fn check() -> ResultFile {
                 "",
             ),
         ],
+        idle_wakeup: None,
     }))
 }
 
