@@ -543,6 +543,17 @@ impl Inner {
 
     fn explain(&mut self, cpu: usize, w: &Window) -> Result<Explanation, Error> {
         let wake_ns = self.first_waking(w);
+        // The task's waking may be among events another CPU lost: without it the phase before
+        // the switch-in is guessed, so the window is not fully covered.
+        let waking_lost = wake_ns.is_none()
+            && self.cpus.iter().enumerate().any(|(c, h)| {
+                c != cpu
+                    && h.as_ref().is_some_and(|h| {
+                        h.lost
+                            .iter()
+                            .any(|&(a, b)| a < w.end_ns && b > w.release_ns)
+                    })
+            });
         let Some(Some(h)) = self.cpus.get_mut(cpu) else {
             return Err(Error::NotCovered(format!("CPU {cpu} is not traced")));
         };
@@ -564,6 +575,7 @@ impl Inner {
         };
         let events = h.events.make_contiguous();
         let mut ex = attribute::explain(cpu, events, w, wake_ns, &self.decoder, &facts);
+        ex.covered &= !waking_lost;
         if let Some((span, steal)) = self.steal_around(cpu, w) {
             ex.steal_ns = Some(steal);
             ex.steal_span_ns = Some(span);

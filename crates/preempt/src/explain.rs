@@ -486,6 +486,39 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_says_what_is_partial() {
+        let full = Report {
+            explained: 120,
+            log_capacity: 4_000,
+            ..Report::default()
+        };
+        assert!(!full.summary().contains("PARTIAL"), "{}", full.summary());
+        let partial = Report {
+            partly_traced: 3,
+            dropped_notes: 2,
+            unexplained: 2,
+            partial: true,
+            trace_loss: Some(Loss {
+                lost_stretches: 4,
+                lost_ns: 12_500_000,
+                ..Loss::default()
+            }),
+            ..full
+        };
+        let text = partial.summary();
+        assert!(text.contains("120 explained, 2 not; PARTIAL"), "{text}");
+        assert!(
+            text.contains("3 of 120 misses only partly traced (events lost"),
+            "{text}"
+        );
+        assert!(text.contains("4 stretches, 12.5 ms"), "{text}");
+        assert!(
+            text.contains("2 misses not noted (the note log of 4000 was full or busy)"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn the_log_holds_four_passes_of_releases() {
         // A 10 kHz and a 1 kHz task: 11 000 releases/s, 1 100 per 100 ms pass, 4 passes.
         assert_eq!(log_capacity(11_000), 4_400);
