@@ -253,7 +253,7 @@ pub struct GimbalData {
 }
 
 impl GimbalData {
-    /// What the run found about why its deadline misses were late (at most six lines), or
+    /// What the run found about why its deadline misses were late (at most eight lines), or
     /// why it could not say; `None` when explaining was not asked.
     pub fn explain_summary(&self) -> Option<String> {
         explain_summary(self.explain.as_ref(), self.explain_skipped.as_deref())

@@ -68,6 +68,10 @@ pub enum CauseKind {
     /// timer interrupt came late with nothing recorded in between (host steal, SMI, hardware,
     /// interrupts disabled), or the window began before the trace.
     Invisible,
+    /// The trace lost this stretch: the ring buffer overwrote events before the reader took
+    /// them (and, after such a gap, the time until a context switch says again which task
+    /// runs). Never charged to a named thread: nobody knows what the CPU did.
+    Lost,
 }
 
 impl CauseKind {
@@ -81,6 +85,7 @@ impl CauseKind {
             CauseKind::IdleExit => "idle_exit",
             CauseKind::Timer => "timer",
             CauseKind::Invisible => "invisible",
+            CauseKind::Lost => "lost",
         }
     }
 }
@@ -171,12 +176,41 @@ impl Explanation {
 }
 
 /// Facts about the CPU that [`explain`] needs beside its events.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CpuFacts {
     /// The largest exit latency of the CPU's enabled idle states (cpuidle `stateN/latency`),
     /// ns; 0 without cpuidle.
     pub idle_exit_bound_ns: u64,
+    /// Stretches whose events the trace lost, in time order: (time stamp of the last event
+    /// before the gap, time stamp of the first after it). Time inside one is charged to
+    /// [`CauseKind::Lost`], and so is the time after it until a context switch re-establishes
+    /// which task runs.
+    pub lost: Vec<(u64, u64)>,
 }
+
+impl CpuFacts {
+    /// Whether `[from, to)` lies inside a lost stretch.
+    fn lost_between(&self, from: u64, to: u64) -> bool {
+        self.lost
+            .iter()
+            .any(|&(a, b)| a <= from && to <= b && a < b)
+    }
+
+    /// Whether a lost stretch ends at `ts` (the event there is the first after a gap).
+    fn gap_ends_at(&self, ts: u64) -> bool {
+        self.lost.iter().any(|&(a, b)| b == ts && a < b)
+    }
+
+    /// Whether a lost stretch overlaps `[from, to]`.
+    fn lost_within(&self, from: u64, to: u64) -> bool {
+        self.lost.iter().any(|&(a, b)| a < to && b > from)
+    }
+}
+
+/// `lost` inside a stretch whose events the ring buffer overwrote.
+const LOST_EVENTS: &str = "events lost (trace buffer overrun)";
+/// `lost` after such a stretch, until a context switch says which task runs.
+const LOST_STATE: &str = "after lost events, until a context switch (task unknown)";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ctx {
@@ -205,7 +239,7 @@ pub fn explain(
     window: &Window,
     wake_ns: Option<u64>,
     names: &Decoder,
-    facts: CpuFacts,
+    facts: &CpuFacts,
 ) -> Explanation {
     let (release, end) = (window.release_ns, window.end_ns.max(window.release_ns));
     let victim = window.pid;
@@ -219,15 +253,16 @@ pub fn explain(
         victim_prio: None,
         woken: false,
         busy: false,
+        after_loss: false,
     };
     // Replay up to the release: which task runs, which contexts are open.
     let replay_from = last_switch.unwrap_or(0);
     for e in &events[replay_from..first_in] {
-        st.apply(e, victim);
+        st.apply_after(e, victim, facts);
     }
     st.busy = runnable_before(&events[..first_in], victim);
     st.woken = st.busy || wake_ns.is_some_and(|w| w <= release);
-    let covered = last_switch.is_some();
+    let covered = last_switch.is_some() && !facts.lost_within(release, end);
     let mut acc = Acc::default();
     let mut idle_prewake = 0u64;
     let mut t = release;
@@ -240,7 +275,11 @@ pub fn explain(
             _ => next_ts,
         };
         if cut > t {
-            let key = st.classify(victim, names);
+            let key = if facts.lost_between(t, cut) {
+                Key::plain(CauseKind::Lost, LOST_EVENTS)
+            } else {
+                st.classify(victim, names)
+            };
             if key.kind == CauseKind::IdleExit {
                 let room = facts.idle_exit_bound_ns.saturating_sub(idle_prewake);
                 let d = cut - t;
@@ -269,7 +308,7 @@ pub fn explain(
         }
         if cut == next_ts {
             if let Some(e) = events.get(idx) {
-                st.apply(e, victim);
+                st.apply_after(e, victim, facts);
                 idx += 1;
             }
         }
@@ -291,6 +330,8 @@ pub fn explain(
             ..s
         })
         .collect();
+    // Time charged to `lost` (a gap before the release whose task is still unknown too).
+    let covered = covered && causes.iter().all(|c| c.kind != CauseKind::Lost);
     Explanation {
         cpu,
         release_ns: release,
@@ -411,9 +452,25 @@ struct State {
     /// The victim was runnable when the window began (its previous job still running or
     /// waiting): until it sleeps, its own running is its own work, not the wake-up path.
     busy: bool,
+    /// Events were lost and no context switch has said since which task runs.
+    after_loss: bool,
 }
 
 impl State {
+    /// [`State::apply`], first forgetting what a gap in the trace before `e` may have changed:
+    /// the running task (a switch may be lost) and the open contexts.
+    fn apply_after(&mut self, e: &Event, victim: i32, facts: &CpuFacts) {
+        if facts.gap_ends_at(e.ts) {
+            self.cur = None;
+            self.stack.clear();
+            self.after_loss = true;
+        }
+        if matches!(e.kind, Kind::Switch { .. }) {
+            self.after_loss = false;
+        }
+        self.apply(e, victim);
+    }
+
     fn apply(&mut self, e: &Event, victim: i32) {
         match e.kind {
             Kind::Switch {
@@ -479,6 +536,9 @@ impl State {
         }
         if self.stack.contains(&Ctx::Hrtimer) {
             return Key::plain(CauseKind::Timer, "hrtimer callbacks");
+        }
+        if self.after_loss {
+            return Key::plain(CauseKind::Lost, LOST_STATE);
         }
         let Some((pid, prio)) = self.cur else {
             return Key::plain(CauseKind::Invisible, "before the trace");
@@ -582,8 +642,9 @@ pub fn top_causes(explanations: &[Explanation]) -> Vec<TopCause> {
     out
 }
 
-/// Up to `max` lines naming the top causes, for terminal summaries.
-pub fn summary_lines(top: &[TopCause], windows: usize, max: usize) -> Vec<String> {
+/// Up to `max` lines naming the top causes, for terminal summaries; `what` names the
+/// windows explained (`"outliers"`, `"misses"`).
+pub fn summary_lines(top: &[TopCause], windows: usize, what: &str, max: usize) -> Vec<String> {
     top.iter()
         .take(max)
         .map(|t| {
@@ -600,7 +661,7 @@ pub fn summary_lines(top: &[TopCause], windows: usize, max: usize) -> Vec<String
                 _ => String::new(),
             };
             format!(
-                "{who}: {:.1} µs total, in {}/{windows} outliers, main cause of {}{steal}",
+                "{who}: {:.1} µs total, in {}/{windows} {what}, main cause of {}{steal}",
                 t.total_ns as f64 / 1e3,
                 t.count,
                 t.main_count
@@ -686,7 +747,14 @@ mod tests {
             end_ns: 502_000,
             pid: V,
         };
-        let ex = explain(1, &events, &w, Some(1_200), &decoder(), CpuFacts::default());
+        let ex = explain(
+            1,
+            &events,
+            &w,
+            Some(1_200),
+            &decoder(),
+            &CpuFacts::default(),
+        );
         assert_eq!(ex.latency_ns, 501_000);
         assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), 501_000);
         let main = ex.main_cause().unwrap();
@@ -725,8 +793,9 @@ mod tests {
         };
         let facts = CpuFacts {
             idle_exit_bound_ns: 1_000,
+            ..CpuFacts::default()
         };
-        let ex = explain(1, &events, &w, Some(50_000), &decoder(), facts);
+        let ex = explain(1, &events, &w, Some(50_000), &decoder(), &facts);
         let kinds: Vec<_> = ex.causes.iter().map(|c| (c.kind, c.ns)).collect();
         assert!(kinds.contains(&(CauseKind::IdleExit, 1_000)), "{kinds:?}");
         assert!(kinds.contains(&(CauseKind::Invisible, 39_000)), "{kinds:?}");
@@ -766,7 +835,7 @@ mod tests {
             &w,
             Some(2_012_000),
             &decoder(),
-            CpuFacts::default(),
+            &CpuFacts::default(),
         );
         assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), ex.latency_ns);
         let main = ex.main_cause().unwrap();
@@ -793,7 +862,8 @@ mod tests {
             (Some(1), Some(10_000_000))
         );
         assert!(top[1..].iter().all(|t| t.steal_windows.is_none()));
-        let line = &summary_lines(&top, 2, 5)[0];
+        let line = &summary_lines(&top, 2, "misses", 5)[0];
+        assert!(line.contains("in 2/2 misses"), "{line}");
         assert!(
             line.contains("steal around 1 of them, up to 10.0 ms"),
             "{line}"
@@ -817,8 +887,9 @@ mod tests {
         };
         let facts = CpuFacts {
             idle_exit_bound_ns: 100_000,
+            ..CpuFacts::default()
         };
-        let ex = explain(1, &events, &w, Some(1_501_000), &decoder(), facts);
+        let ex = explain(1, &events, &w, Some(1_501_000), &decoder(), &facts);
         assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), 1_505_000);
         let kinds: Vec<_> = ex.causes.iter().map(|c| (c.kind, c.ns)).collect();
         assert_eq!(kinds[0], (CauseKind::Invisible, 1_400_000), "{kinds:?}");
@@ -828,13 +899,59 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_stretch_is_lost_not_the_thread_that_ran_before_it() {
+        // A SCHED_OTHER thread (pid 300) runs; the trace loses everything between 20 µs and
+        // 900 µs (a switch to the hog, pid 200, among it); after the gap the hog is switched
+        // out for the victim. The stretch and the time until that switch are `lost`.
+        const V: i32 = 100;
+        let events = [
+            switch(0, V, 300, 120),
+            ev(20_000, Kind::VectorEntry(Vector::LocalTimer)),
+            ev(900_000, Kind::VectorExit(Vector::LocalTimer)),
+            switch(950_000, 200, V, 19),
+        ];
+        let w = Window {
+            release_ns: 10_000,
+            end_ns: 1_000_000,
+            pid: V,
+        };
+        let facts = CpuFacts {
+            lost: vec![(20_000, 900_000)],
+            ..CpuFacts::default()
+        };
+        let ex = explain(1, &events, &w, None, &decoder(), &facts);
+        assert!(!ex.covered);
+        assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), 990_000);
+        let lost: Vec<_> = ex
+            .causes
+            .iter()
+            .filter(|c| c.kind == CauseKind::Lost)
+            .map(|c| (c.name.as_str(), c.ns))
+            .collect();
+        assert_eq!(
+            lost,
+            [(LOST_EVENTS, 880_000), (LOST_STATE, 50_000)],
+            "{:?}",
+            ex.causes
+        );
+        // Before the gap: the thread that ran while the timer was awaited (invisible, with
+        // its pid); nothing after the gap is charged to it.
+        assert_eq!(ex.ns_of(&[CauseKind::Invisible]), 10_000, "{:?}", ex.causes);
+        assert_eq!(ex.ns_of(&[CauseKind::Wakeup]), 50_000, "{:?}", ex.causes);
+        // Without the gap the same events charge the stretch to the thread / late irq.
+        let whole = explain(1, &events, &w, None, &decoder(), &CpuFacts::default());
+        assert!(whole.covered);
+        assert_eq!(whole.ns_of(&[CauseKind::Lost]), 0);
+    }
+
+    #[test]
     fn no_switch_before_the_window_is_invisible_and_not_covered() {
         let w = Window {
             release_ns: 0,
             end_ns: 10,
             pid: 1,
         };
-        let ex = explain(0, &[], &w, None, &decoder(), CpuFacts::default());
+        let ex = explain(0, &[], &w, None, &decoder(), &CpuFacts::default());
         assert!(!ex.covered);
         assert_eq!(ex.causes[0].kind, CauseKind::Invisible);
         assert_eq!(ex.causes[0].ns, 10);
@@ -843,6 +960,6 @@ mod tests {
             (top[0].total_ns, top[0].count, top[0].main_count),
             (20, 2, 2)
         );
-        assert_eq!(summary_lines(&top, 2, 5).len(), 1);
+        assert_eq!(summary_lines(&top, 2, "misses", 5).len(), 1);
     }
 }

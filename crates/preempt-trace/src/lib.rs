@@ -38,7 +38,7 @@ pub mod tracefs;
 pub use attribute::{
     Cause, CauseKind, CpuFacts, Explanation, Segment, TopCause, Window, summary_lines, top_causes,
 };
-pub use session::{Options, Session};
+pub use session::{DEFAULT_READER_PRIORITY, Loss, Options, Session};
 
 use std::fmt;
 use std::io;

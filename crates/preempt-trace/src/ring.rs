@@ -155,30 +155,64 @@ impl CpuReader {
         })
     }
 
-    /// Reads every page available now, calling `each(timestamp_ns, record)` per record;
-    /// returns whether the kernel reported missed events.
+    /// Reads the pages available now, at most `max_pages` of them, calling `each(Item::Record(timestamp_ns, record))` per
+    /// record and `each(Item::Lost)` before the records of a page the kernel marked as coming
+    /// after lost events (so the caller knows *where* the gap is: between the last record it
+    /// saw and the next one); returns the pages read.
+    ///
+    /// The bound matters when the writer outpaces the reader: "until empty" would then never
+    /// end (seen: a reader starved by a load, unable to catch up, held its session's lock for
+    /// ten minutes while the buffer overran). With a ring's worth of pages per call, a slow
+    /// reader loses events (the kernel marks them) but always returns.
     ///
     /// # Errors
     /// A read error other than "nothing to read", or a malformed page.
     pub fn drain(
         &mut self,
         hdr: &PageHeader,
-        mut each: impl FnMut(u64, &[u8]),
-    ) -> io::Result<bool> {
-        let mut missed = false;
-        loop {
+        max_pages: usize,
+        mut each: impl FnMut(Item<'_>),
+    ) -> io::Result<usize> {
+        let mut pages = 0;
+        while pages < max_pages {
             match self.file.read(&mut self.buf) {
-                Ok(0) => return Ok(missed),
+                Ok(0) => return Ok(pages),
                 Ok(n) => {
-                    let page = parse_page(&self.buf[..n], hdr, &mut each)
+                    pages += 1;
+                    let page = &self.buf[..n];
+                    if missed_before(page, hdr) {
+                        each(Item::Lost);
+                    }
+                    parse_page(page, hdr, |ts, rec| each(Item::Record(ts, rec)))
                         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                    missed |= page.missed;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(missed),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(pages),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
+        Ok(pages)
+    }
+}
+
+/// What [`CpuReader::drain`] hands over, in ring order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item<'a> {
+    /// Events were lost here (the writer overwrote pages the reader had not read yet).
+    Lost,
+    /// One record and its time stamp.
+    Record(u64, &'a [u8]),
+}
+
+/// Whether the page's commit word carries the "missed events" flag.
+fn missed_before(page: &[u8], hdr: &PageHeader) -> bool {
+    let mut v = [0u8; 8];
+    match page.get(hdr.commit_offset..hdr.commit_offset + hdr.commit_size.min(8)) {
+        Some(b) => {
+            v[..b.len()].copy_from_slice(b);
+            u64::from_ne_bytes(v) & RB_MISSED_EVENTS != 0
+        }
+        None => false,
     }
 }
 

@@ -15,11 +15,13 @@ use std::time::Duration;
 
 use preempt_io::sys::procstat;
 
+use serde::{Deserialize, Serialize};
+
 use crate::Error;
 use crate::attribute::{self, CpuFacts, Explanation, Window};
 use crate::decode::{Decoder, EVENTS, Event, FALLBACK_EVENTS, Kind};
 use crate::format::{EventFormat, PageHeader};
-use crate::ring::CpuReader;
+use crate::ring::{CpuReader, Item};
 use crate::tracefs::{self, Instance};
 
 /// Session settings.
@@ -36,6 +38,9 @@ pub struct Options {
     pub max_events_per_cpu: usize,
     /// How often the reader thread drains the buffers.
     pub poll_interval: Duration,
+    /// Run the reader thread at this SCHED_FIFO priority (`None`: SCHED_OTHER). See
+    /// [`DEFAULT_READER_PRIORITY`] for the trade-off.
+    pub reader_priority: Option<u8>,
 }
 
 impl Default for Options {
@@ -46,9 +51,22 @@ impl Default for Options {
             retain_ns: 3_000_000_000,
             max_events_per_cpu: 500_000,
             poll_interval: Duration::from_millis(50),
+            reader_priority: DEFAULT_READER_PRIORITY,
         }
     }
 }
+
+/// The reader thread's default scheduling: SCHED_FIFO priority 1, below every real-time task
+/// a user has (preempt's executors and the measurement threads run at 50 and above) and above
+/// every SCHED_OTHER thread.
+///
+/// Why: a SCHED_OTHER reader shares the CPU with whatever load runs beside the app, and under
+/// `stress-ng --cpu 2 --io 2 --vm 1` it was held off long enough for the writer to overwrite
+/// pages it had not read (docs/MEASURING.md, "What is lost under load", gives the figures and
+/// the command). The cost: on a kernel without full preemption a real-time task woken on the
+/// reader's CPU waits for the `read(2)` page copy in progress; the reader leaves the traced
+/// CPUs when another CPU is online, and the same measurement gives its cost to a 10 kHz task.
+pub const DEFAULT_READER_PRIORITY: Option<u8> = Some(1);
 
 /// A `sched_waking` this much before the release still belongs to the window (the trace clock
 /// and `clock_gettime` read the same clock through different paths).
@@ -134,10 +152,54 @@ fn restore_missing_switch_in(events: &mut VecDeque<Event>, next: &Event) {
 #[derive(Debug)]
 struct CpuHistory {
     events: VecDeque<Event>,
-    /// Stretches whose events the kernel reported lost: (after, before).
+    /// Stretches whose events the kernel reported lost: (last event before, first after).
     lost: VecDeque<(u64, u64)>,
+    /// A page marked "missed events" was read and no record after it yet: the time stamp of
+    /// the last event before the gap.
+    gap_from: Option<u64>,
     last_ts: u64,
     facts: CpuFacts,
+    loss: Loss,
+}
+
+/// What the trace lost, counted by the reader over the session (per CPU or summed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Loss {
+    /// Events read and decoded.
+    pub events: u64,
+    /// Pages read.
+    pub pages: u64,
+    /// Pages the kernel marked as coming after lost events.
+    pub missed_pages: u64,
+    /// Stretches of time whose events were lost (one per marked page).
+    pub lost_stretches: u64,
+    /// Their total length, ns (from the last event before each gap to the first after it).
+    pub lost_ns: u64,
+    /// The longest stretch, ns.
+    pub lost_max_ns: u64,
+    /// Events the ring buffer overwrote before they were read (`per_cpu/cpuN/stats`,
+    /// `overrun`), read at [`Session::loss`].
+    pub overrun: u64,
+    /// Events the ring buffer dropped (`dropped events`; non-overwrite mode only).
+    pub dropped: u64,
+}
+
+impl Loss {
+    fn add(&mut self, o: &Loss) {
+        self.events += o.events;
+        self.pages += o.pages;
+        self.missed_pages += o.missed_pages;
+        self.lost_stretches += o.lost_stretches;
+        self.lost_ns += o.lost_ns;
+        self.lost_max_ns = self.lost_max_ns.max(o.lost_max_ns);
+        self.overrun += o.overrun;
+        self.dropped += o.dropped;
+    }
+
+    /// Whether any event was lost.
+    pub fn any(&self) -> bool {
+        self.missed_pages + self.lost_stretches + self.overrun + self.dropped > 0
+    }
 }
 
 #[derive(Debug)]
@@ -150,6 +212,11 @@ struct Inner {
     steal: VecDeque<(u64, procstat::Snapshot)>,
     retain_ns: u64,
     max_events: usize,
+    /// Most pages read per CPU per poll: the ring's size.
+    max_pages: usize,
+    /// When tracing began (CLOCK_MONOTONIC ns): a gap before the first event read starts
+    /// here, not at 0.
+    started_ns: u64,
     fault: Option<String>,
 }
 
@@ -227,13 +294,18 @@ impl Session {
             hist[cpu] = Some(CpuHistory {
                 events: VecDeque::new(),
                 lost: VecDeque::new(),
+                gap_from: None,
                 last_ts: 0,
                 facts: CpuFacts {
                     idle_exit_bound_ns: idle_exit_bound_ns(cpu),
+                    lost: Vec::new(),
                 },
+                loss: Loss::default(),
             });
         }
+        let started_ns = preempt_io::sys::clock::monotonic_now_ns();
         instance.write("tracing_on", "1")?;
+        let max_pages = ring_pages(opts.buffer_kb, &hdr);
         let inner = Arc::new(Mutex::new(Inner {
             hdr,
             readers,
@@ -242,11 +314,14 @@ impl Session {
             steal: VecDeque::new(),
             retain_ns: opts.retain_ns,
             max_events: opts.max_events_per_cpu,
+            max_pages,
+            started_ns,
             fault: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let reader = {
             let (inner, stop, every) = (Arc::clone(&inner), Arc::clone(&stop), opts.poll_interval);
+            let priority = opts.reader_priority;
             // The reader copies ring-buffer pages inside read(2); on a kernel without full
             // preemption a real-time task woken on the same CPU waits for that copy. Keep it
             // off the traced CPUs where any other CPU is online (best effort: on failure it
@@ -261,6 +336,13 @@ impl Session {
                 .spawn(move || {
                     if !spare.is_empty() {
                         let _ = preempt_io::sys::sched::set_current_thread_affinity(&spare); // best effort, see above
+                    }
+                    if let Some(priority) = priority {
+                        // Best effort too: without CAP_SYS_NICE / RLIMIT_RTPRIO the reader stays
+                        // SCHED_OTHER, and what it loses under load shows in `Session::loss`.
+                        let _ = preempt_io::sys::sched::set_current_thread_policy(
+                            &preempt_io::sys::sched::Policy::Fifo { priority },
+                        );
                     }
                     while !stop.load(Ordering::Relaxed) {
                         lock(&inner).poll();
@@ -291,6 +373,27 @@ impl Session {
     /// Drains the buffers now (the reader thread does so every poll interval).
     pub fn poll(&self) {
         lock(&self.inner).poll();
+    }
+
+    /// What the trace lost so far, summed over the traced CPUs (the `overrun` and `dropped`
+    /// counters are read from the instance's `per_cpu/cpuN/stats` now).
+    pub fn loss(&self) -> Loss {
+        let mut inner = lock(&self.inner);
+        inner.poll();
+        let mut total = Loss::default();
+        for (cpu, h) in inner.cpus.iter().enumerate() {
+            let Some(h) = h else { continue };
+            let mut l = h.loss;
+            if let Some(i) = &self.instance {
+                let stats = i.dir().join(format!("per_cpu/cpu{cpu}/stats"));
+                if let Ok(text) = std::fs::read_to_string(stats) {
+                    l.overrun = stat_field(&text, "overrun");
+                    l.dropped = stat_field(&text, "dropped events");
+                }
+            }
+            total.add(&l);
+        }
+        total
     }
 
     /// Explains why the task `window.pid` ran on `cpu` only at `window.end_ns`.
@@ -374,6 +477,8 @@ impl Inner {
             decoder,
             cpus,
             fault,
+            max_pages,
+            started_ns,
             ..
         } = self;
         for r in readers.iter_mut() {
@@ -381,22 +486,38 @@ impl Inner {
                 continue;
             };
             let cpu = r.cpu as u32;
-            let before = h.last_ts;
-            let mut first_ts = None;
-            let res = r.drain(hdr, |ts, rec| {
-                if let Some(e) = decoder.decode(ts, cpu, rec) {
-                    first_ts.get_or_insert(ts);
+            let res = r.drain(hdr, *max_pages, |item| match item {
+                Item::Lost => {
+                    h.loss.missed_pages += 1;
+                    h.gap_from.get_or_insert(h.last_ts.max(*started_ns));
+                }
+                Item::Record(ts, rec) => {
+                    let Some(e) = decoder.decode(ts, cpu, rec) else {
+                        return;
+                    };
+                    h.loss.events += 1;
                     // Per-CPU buffers are in time order; guard against a clock step anyway.
-                    if e.ts >= h.last_ts {
-                        h.last_ts = e.ts;
-                        restore_missing_switch_in(&mut h.events, &e);
-                        h.events.push_back(e);
+                    if e.ts < h.last_ts {
+                        return;
                     }
+                    if let Some(from) = h.gap_from.take() {
+                        let from = from.min(e.ts);
+                        let len = e.ts - from;
+                        h.lost.push_back((from, e.ts));
+                        h.loss.lost_stretches += 1;
+                        h.loss.lost_ns += len;
+                        h.loss.lost_max_ns = h.loss.lost_max_ns.max(len);
+                    } else {
+                        // Across a gap the history's last switch is not this CPU's state:
+                        // no repair from it.
+                        restore_missing_switch_in(&mut h.events, &e);
+                    }
+                    h.last_ts = e.ts;
+                    h.events.push_back(e);
                 }
             });
             match res {
-                Ok(true) => h.lost.push_back((before, first_ts.unwrap_or(h.last_ts))),
-                Ok(false) => {}
+                Ok(pages) => h.loss.pages += pages as u64,
                 Err(e) => *fault = Some(format!("reading the CPU {cpu} trace buffer: {e}")),
             }
         }
@@ -422,6 +543,17 @@ impl Inner {
 
     fn explain(&mut self, cpu: usize, w: &Window) -> Result<Explanation, Error> {
         let wake_ns = self.first_waking(w);
+        // The task's waking may be among events another CPU lost: without it the phase before
+        // the switch-in is guessed, so the window is not fully covered.
+        let waking_lost = wake_ns.is_none()
+            && self.cpus.iter().enumerate().any(|(c, h)| {
+                c != cpu
+                    && h.as_ref().is_some_and(|h| {
+                        h.lost
+                            .iter()
+                            .any(|&(a, b)| a < w.end_ns && b > w.release_ns)
+                    })
+            });
         let Some(Some(h)) = self.cpus.get_mut(cpu) else {
             return Err(Error::NotCovered(format!("CPU {cpu} is not traced")));
         };
@@ -432,14 +564,18 @@ impl Inner {
                 self.retain_ns / 1_000_000
             )));
         }
-        let facts = h.facts;
-        let lost = h
-            .lost
-            .iter()
-            .any(|&(a, b)| a < w.end_ns && b > w.release_ns);
+        let facts = CpuFacts {
+            lost: h
+                .lost
+                .iter()
+                .copied()
+                .filter(|&(_, b)| b > w.release_ns.saturating_sub(self.retain_ns))
+                .collect(),
+            ..h.facts.clone()
+        };
         let events = h.events.make_contiguous();
-        let mut ex = attribute::explain(cpu, events, w, wake_ns, &self.decoder, facts);
-        ex.covered &= !lost;
+        let mut ex = attribute::explain(cpu, events, w, wake_ns, &self.decoder, &facts);
+        ex.covered &= !waking_lost;
         if let Some((span, steal)) = self.steal_around(cpu, w) {
             ex.steal_ns = Some(steal);
             ex.steal_span_ns = Some(span);
@@ -474,6 +610,20 @@ impl Inner {
         let b = procstat::steal_ticks(&after.1, cpu)?;
         Some((after.0 - before.0, b.saturating_sub(a) * procstat::TICK_NS))
     }
+}
+
+/// Pages in a ring of `buffer_kb` KiB (at least one).
+fn ring_pages(buffer_kb: u32, hdr: &PageHeader) -> usize {
+    (buffer_kb as usize * 1024 / hdr.page_size().max(1)).max(1)
+}
+
+/// The number after `name:` in a `per_cpu/cpuN/stats` text (0 when absent).
+fn stat_field(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim() == name)
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// `tracing_cpumask` text: comma-separated 32-bit hex words, most significant first.
@@ -568,6 +718,15 @@ mod tests {
         let before = events.len();
         restore_missing_switch_in(&mut events, &out);
         assert_eq!(events.len(), before);
+    }
+
+    #[test]
+    fn stats_fields() {
+        let text = "entries: 12\noverrun: 3456\ncommit overrun: 0\nbytes: 84\n\
+                    dropped events: 7\nread events: 9\n";
+        assert_eq!(stat_field(text, "overrun"), 3456);
+        assert_eq!(stat_field(text, "dropped events"), 7);
+        assert_eq!(stat_field(text, "missing"), 0);
     }
 
     #[test]

@@ -2,22 +2,27 @@
 //!
 //! With `#[preempt::app(explain = true)]` or `PREEMPT_EXPLAIN=1` in the environment, the
 //! runtime starts a [`preempt_trace::Session`] before `init` (a private tracefs instance,
-//! removed at exit however the process ends) and a SCHED_OTHER thread `preempt-explain`. An
+//! removed at exit however the process ends) and a thread `preempt-explain` (SCHED_FIFO 1 like
+//! the session's reader, below every executor: at SCHED_OTHER a load beside the app starved
+//! them and the trace lost events; SCHED_OTHER for a soft app). An
 //! executor that sees a job miss its deadline, or drops overrun releases of an
 //! `on_miss = Skip` task (their deadlines passed unrun; one note per run of dropped
 //! releases, from the first of them to the moment the executor got to the task), notes
 //! `(task, release, start, tid, cpu)` in a preallocated log (a `try_lock` and a push within
 //! capacity: no allocation, no blocking; a note that finds the log busy or full is counted
-//! as dropped). Every 100 ms the
-//! explain thread takes the notes and asks the session why the job started only at `start`
-//! instead of `release`: the causes (irq, softirq, another thread, the wake-up path, idle
-//! exit, timer, invisible) add up to that delay. The job's own execution after its start is
-//! in the task statistics (execution, preemption), not here.
+//! as dropped). The log holds 4 passes of the app's release rate (sized once the
+//! periods are known, before the executors start). Every 100 ms the
+//! explain thread swaps the log for an empty one and asks the session why each job started
+//! only at `start` instead of `release`: the causes (irq, softirq, another thread, the wake-up
+//! path, idle exit, timer, lost, invisible) add up to that delay. The job's own execution
+//! after its start is in the task statistics (execution, preemption), not here.
 //!
-//! At exit the summary prints the top causes (at most 5 lines) and `PREEMPT_STATS_JSON`
-//! carries an `explain` object: per task its `explanations` (`[{cycle, release_ns,
-//! latency_ns, causes: [{kind, name, pid, ns}]}]`, `cycle` being the miss's index) and the
-//! run's `top_causes`.
+//! At exit the summary prints the top causes (at most 5 lines, after one line each for misses
+//! only partly traced and misses not noted) and `PREEMPT_STATS_JSON` carries an `explain`
+//! object: per task its `explanations` (`[{cycle, release_ns, latency_ns, causes: [{kind,
+//! name, pid, ns}], steal_ns, covered}]`, `cycle` being the miss's index), the run's
+//! `top_causes`, and what makes it partial (`partly_traced`, `dropped_notes`, `trace_loss`,
+//! `partial`; docs/results-schema.md).
 //!
 //! A program that runs an app and writes its own result (the gimbal demo) asks for
 //! explaining with [`request`] and takes the outcome with [`take_outcome`] after the app
@@ -25,20 +30,29 @@
 //!
 //! Without tracefs or the right to use it the app runs without explanations and says why.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use preempt_io::sys::cpu;
-use preempt_trace::{Explanation, Options, Session, TopCause, Window};
+use preempt_trace::{Explanation, Loss, Options, Session, TopCause, Window};
+
+use crate::level::Executable;
 use serde::{Deserialize, Serialize};
 
 /// The environment variable that turns explaining on for any app (`1`).
 pub const EXPLAIN_ENV: &str = "PREEMPT_EXPLAIN";
 
-/// Notes kept between two passes of the explain thread.
-const LOG_CAPACITY: usize = 1024;
+/// Fewest notes kept between two passes of the explain thread (an app whose release rate is
+/// unknown: software and hardware tasks only).
+const LOG_MIN_CAPACITY: usize = 1024;
+/// The log holds this many passes' worth of the app's releases: the explain thread is
+/// SCHED_OTHER and, next to a load, takes the notes late (a margin of 4 covers a pass
+/// 300 ms late; a note that does not fit is counted and reported as dropped).
+const LOG_MARGIN: u64 = 4;
+/// Most notes kept (≈ 48 MiB of notes: 2.5 million releases per second over the margin).
+const LOG_MAX_CAPACITY: usize = 1 << 20;
 /// Explanations kept per task (the longest delays; the rest only count in `top_causes`).
 const KEEP_PER_TASK: usize = 100;
 /// How often the explain thread takes the notes.
@@ -49,6 +63,9 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 static LOG: Mutex<Vec<Miss>> = Mutex::new(Vec::new());
 /// [`request`]: explain the next app started in this process.
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// The log's capacity for this run ([`size_log`]); the explain thread gives its own batch
+/// that capacity before swapping it with the log, so the log keeps it.
+static CAPACITY: AtomicUsize = AtomicUsize::new(LOG_MIN_CAPACITY);
 /// The last run's outcome, for [`take_outcome`].
 static OUTCOME: Mutex<Option<Result<Report, String>>> = Mutex::new(None);
 
@@ -137,6 +154,14 @@ pub struct Explained {
     pub causes: Vec<preempt_trace::Cause>,
     /// Steal time of the CPU around the window, where `/proc/stat` has it.
     pub steal_ns: Option<u64>,
+    /// Whether the trace held every event of the window (false: events were lost in it, and
+    /// that time is charged to `lost`).
+    #[serde(default = "yes")]
+    pub covered: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// What the explain thread found over the run.
@@ -148,18 +173,61 @@ pub struct Report {
     pub top_causes: Vec<TopCause>,
     /// Misses explained.
     pub explained: u64,
-    /// Misses that could not be explained (not in the trace, or noted while the log was busy).
+    /// Misses that could not be explained (not in the trace, or not noted: `dropped_notes`).
     pub unexplained: u64,
+    /// Of the explained misses, those whose window the trace did not fully hold (events lost;
+    /// their `covered` is false and the time is charged to `lost`).
+    #[serde(default)]
+    pub partly_traced: u64,
+    /// Misses never noted because the note log was full or busy when they happened (counted
+    /// in `unexplained` too). Any: the explanations are partial.
+    #[serde(default)]
+    pub dropped_notes: u64,
+    /// The note log's capacity (notes between two passes of the explain thread).
+    #[serde(default)]
+    pub log_capacity: u64,
+    /// What the trace lost over the run (events overwritten before the reader took them).
+    #[serde(default)]
+    pub trace_loss: Option<Loss>,
+    /// Some misses are explained only in part or not at all (`partly_traced`,
+    /// `dropped_notes` or `unexplained` above zero).
+    #[serde(default)]
+    pub partial: bool,
 }
 
 impl Report {
     /// At most five lines naming the top causes, for the exit summary.
     pub fn summary(&self) -> String {
         let mut out = format!(
-            "why the deadline misses were late (kernel trace; {} explained, {} not):\n",
-            self.explained, self.unexplained
+            "why the deadline misses were late (kernel trace; {} explained, {} not{}):\n",
+            self.explained,
+            self.unexplained,
+            if self.partial { "; PARTIAL" } else { "" }
         );
-        for line in preempt_trace::summary_lines(&self.top_causes, self.explained as usize, 5) {
+        if self.partly_traced > 0 {
+            out.push_str(&format!(
+                "  {} of {} misses only partly traced (events lost: their time is `lost`{})\n",
+                self.partly_traced,
+                self.explained,
+                match &self.trace_loss {
+                    Some(l) if l.any() => format!(
+                        "; the trace lost {} stretches, {:.1} ms in all",
+                        l.lost_stretches,
+                        l.lost_ns as f64 / 1e6
+                    ),
+                    _ => String::new(),
+                }
+            ));
+        }
+        if self.dropped_notes > 0 {
+            out.push_str(&format!(
+                "  {} misses not noted (the note log of {} was full or busy): not explained\n",
+                self.dropped_notes, self.log_capacity
+            ));
+        }
+        for line in
+            preempt_trace::summary_lines(&self.top_causes, self.explained as usize, "misses", 5)
+        {
             out.push_str("  ");
             out.push_str(&line);
             out.push('\n');
@@ -181,7 +249,20 @@ pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
     if !(configured || from_env || REQUESTED.load(Ordering::Acquire)) {
         return None;
     }
-    let session = match Session::start(Options::default()) {
+    // Real-time apps: the reader and this thread at SCHED_FIFO 1, below every executor and
+    // above the load beside the app (a starved reader loses events, and this thread holds
+    // the session's lock while explaining: at SCHED_OTHER it held the reader off). A soft
+    // app's executors are SCHED_OTHER: nothing of the explainer goes above them.
+    let soft = crate::readiness::soft_requested();
+    let priority = if soft {
+        None
+    } else {
+        preempt_trace::DEFAULT_READER_PRIORITY
+    };
+    let session = match Session::start(Options {
+        reader_priority: priority,
+        ..Options::default()
+    }) {
         Ok(s) => s,
         Err(e) => {
             eprintln!(
@@ -192,9 +273,8 @@ pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
             return None;
         }
     };
-    LOG.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .reserve_exact(LOG_CAPACITY);
+    CAPACITY.store(LOG_MIN_CAPACITY, Ordering::Relaxed);
+    reserve_log(LOG_MIN_CAPACITY);
     DROPPED.store(0, Ordering::Relaxed);
     ACTIVE.store(true, Ordering::Release);
     let stop = Arc::new(AtomicBool::new(false));
@@ -202,7 +282,16 @@ pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
         let stop = Arc::clone(&stop);
         std::thread::Builder::new()
             .name("preempt-explain".into())
-            .spawn(move || explain_loop(session, &stop))
+            .spawn(move || {
+                if let Some(priority) = priority {
+                    // Best effort: without the right it stays SCHED_OTHER, and what the
+                    // trace lost then shows in the report (`trace_loss`, `lost`).
+                    let _ = preempt_io::sys::sched::set_current_thread_policy(
+                        &preempt_io::sys::sched::Policy::Fifo { priority },
+                    );
+                }
+                explain_loop(session, &stop)
+            })
     };
     match thread {
         Ok(thread) => Some(Explainer { stop, thread }),
@@ -215,6 +304,43 @@ pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
     }
 }
 
+/// Gives the note log room for every release of the app's tasks over [`LOG_MARGIN`] passes
+/// of the explain thread (called once the tasks' periods are set, before the executors
+/// start: the executors never allocate to note a miss). Tasks without a period or declared
+/// minimum inter-arrival time add nothing; the log holds at least [`LOG_MIN_CAPACITY`].
+pub(crate) fn size_log(executors: &[&dyn Executable]) {
+    if !active() {
+        return;
+    }
+    let per_second: u64 = executors
+        .iter()
+        .flat_map(|e| e.tasks())
+        .filter_map(|t| t.period_ns().or_else(|| t.declared_interarrival_ns()))
+        .map(|ns| 1_000_000_000u64.div_ceil(ns.max(1)))
+        .sum();
+    let capacity = log_capacity(per_second);
+    CAPACITY.store(capacity, Ordering::Relaxed);
+    reserve_log(capacity);
+}
+
+/// Notes for `per_second` releases over [`LOG_MARGIN`] passes, at least [`LOG_MIN_CAPACITY`].
+fn log_capacity(per_second: u64) -> usize {
+    let pass_ms = u64::try_from(PASS_EVERY.as_millis()).unwrap_or(u64::MAX);
+    let n = per_second
+        .saturating_mul(pass_ms)
+        .div_ceil(1000)
+        .saturating_mul(LOG_MARGIN);
+    usize::try_from(n)
+        .unwrap_or(usize::MAX)
+        .clamp(LOG_MIN_CAPACITY, LOG_MAX_CAPACITY)
+}
+
+fn reserve_log(capacity: usize) {
+    let mut log = LOG.lock().unwrap_or_else(PoisonError::into_inner);
+    let more = capacity.saturating_sub(log.len());
+    log.reserve_exact(more);
+}
+
 impl Explainer {
     /// Explains the last notes, removes the trace instance and returns the report (also
     /// kept for [`take_outcome`]).
@@ -222,9 +348,14 @@ impl Explainer {
         ACTIVE.store(false, Ordering::Release);
         self.stop.store(true, Ordering::Release);
         self.thread.thread().unpark();
-        let report = self.thread.join().unwrap_or_else(|_| Report {
-            unexplained: DROPPED.load(Ordering::Relaxed),
-            ..Report::default()
+        let report = self.thread.join().unwrap_or_else(|_| {
+            let dropped = DROPPED.load(Ordering::Relaxed);
+            Report {
+                unexplained: dropped,
+                dropped_notes: dropped,
+                partial: true,
+                ..Report::default()
+            }
         });
         keep_outcome(Ok(report.clone()));
         report
@@ -252,13 +383,18 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
     let mut per_task: Vec<(&'static str, u64, Vec<Explained>)> = Vec::new();
     let mut all: Vec<Explanation> = Vec::new();
     let mut unexplained = 0u64;
-    let mut batch: Vec<Miss> = Vec::with_capacity(LOG_CAPACITY);
+    let mut partly_traced = 0u64;
+    let mut batch: Vec<Miss> = Vec::new();
     loop {
         let last = stop.load(Ordering::Acquire);
-        {
-            let mut log = LOG.lock().unwrap_or_else(PoisonError::into_inner);
-            batch.extend(log.drain(..));
-        }
+        // The batch (empty) takes the log's place with the same room: the lock is held for a
+        // swap, so an executor noting a miss meanwhile rarely finds it busy.
+        let capacity = CAPACITY.load(Ordering::Relaxed);
+        batch.reserve_exact(capacity.saturating_sub(batch.len()));
+        std::mem::swap(
+            &mut *LOG.lock().unwrap_or_else(PoisonError::into_inner),
+            &mut batch,
+        );
         let windows: Vec<(usize, Window)> = batch
             .iter()
             .map(|m| {
@@ -283,6 +419,7 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
             let (_, count, kept) = &mut per_task[slot];
             match res {
                 Ok(ex) => {
+                    partly_traced += u64::from(!ex.covered);
                     keep_longest(
                         kept,
                         Explained {
@@ -291,6 +428,7 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
                             latency_ns: ex.latency_ns,
                             causes: ex.causes.clone(),
                             steal_ns: ex.steal_ns,
+                            covered: ex.covered,
                         },
                     );
                     all.push(Explanation {
@@ -307,13 +445,21 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
         }
         std::thread::park_timeout(PASS_EVERY);
     }
+    let trace_loss = session.loss();
     if let Err(e) = session.finish() {
         eprintln!("preempt: {e}");
     }
+    let dropped_notes = DROPPED.load(Ordering::Relaxed);
+    let unexplained = unexplained + dropped_notes;
     Report {
         top_causes: preempt_trace::top_causes(&all),
         explained: all.len() as u64,
-        unexplained: unexplained + DROPPED.load(Ordering::Relaxed),
+        unexplained,
+        partly_traced,
+        dropped_notes,
+        log_capacity: CAPACITY.load(Ordering::Relaxed) as u64,
+        trace_loss: Some(trace_loss),
+        partial: unexplained + partly_traced > 0,
         tasks: per_task
             .into_iter()
             .map(|(task, _, explanations)| TaskExplanations {
@@ -335,7 +481,49 @@ mod tests {
             latency_ns,
             causes: Vec::new(),
             steal_ns: None,
+            covered: true,
         }
+    }
+
+    #[test]
+    fn the_summary_says_what_is_partial() {
+        let full = Report {
+            explained: 120,
+            log_capacity: 4_000,
+            ..Report::default()
+        };
+        assert!(!full.summary().contains("PARTIAL"), "{}", full.summary());
+        let partial = Report {
+            partly_traced: 3,
+            dropped_notes: 2,
+            unexplained: 2,
+            partial: true,
+            trace_loss: Some(Loss {
+                lost_stretches: 4,
+                lost_ns: 12_500_000,
+                ..Loss::default()
+            }),
+            ..full
+        };
+        let text = partial.summary();
+        assert!(text.contains("120 explained, 2 not; PARTIAL"), "{text}");
+        assert!(
+            text.contains("3 of 120 misses only partly traced (events lost"),
+            "{text}"
+        );
+        assert!(text.contains("4 stretches, 12.5 ms"), "{text}");
+        assert!(
+            text.contains("2 misses not noted (the note log of 4000 was full or busy)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_log_holds_four_passes_of_releases() {
+        // A 10 kHz and a 1 kHz task: 11 000 releases/s, 1 100 per 100 ms pass, 4 passes.
+        assert_eq!(log_capacity(11_000), 4_400);
+        assert_eq!(log_capacity(0), LOG_MIN_CAPACITY);
+        assert_eq!(log_capacity(u64::MAX), LOG_MAX_CAPACITY);
     }
 
     #[test]

@@ -563,6 +563,8 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
         eprintln!("preempt: app `{}`: {err}", config.name);
         return 1;
     }
+    // The periods are known now: room for the deadline-miss notes before any executor runs.
+    explain::size_log(config.executors);
     let idle = entry.idle;
 
     // 4. Executors.

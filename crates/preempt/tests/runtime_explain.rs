@@ -39,10 +39,32 @@ mod hogged {
     }
 }
 
+/// `always_late` (priority 1, CPU 1, every 100 µs: 10 kHz, deadline 1 µs) misses every
+/// deadline (a wake-up alone takes longer) for one second.
+#[preempt::app(main = false, explain = true, cores = [p1 = 1])]
+mod always_late {
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        (Shared {}, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 1, period = 100.micros(), deadline = 1.micros(), local = [jobs: u32 = 0])]
+    fn tick(cx: tick::Context) {
+        *cx.local.jobs += 1;
+        if *cx.local.jobs == 10_000 {
+            preempt::exit(0);
+        }
+    }
+}
+
 #[test]
 fn child() {
-    run_requested_app(&[("hogged", hogged::run)]);
+    run_requested_app(&[("hogged", hogged::run), ("always_late", always_late::run)]);
 }
+
+/// The apps share CPU 1 and trace every CPU: one at a time, or one's executor shows in the
+/// other's explanations.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn skip_or_fail(why: &str) {
     assert!(
@@ -52,29 +74,50 @@ fn skip_or_fail(why: &str) {
     println!("SKIPPED app deadline-miss explanation: {why}");
 }
 
-#[test]
-fn a_miss_caused_by_a_higher_priority_task_names_its_executor() {
+/// Runs the app `name` (highest priority `priority`) in a child with explaining on, one at a
+/// time; returns its stderr and its statistics JSON, or `None` (after skip/fail handling)
+/// where it cannot run here.
+fn run_explained(name: &str, priority: u8) -> Option<(String, serde_json::Value)> {
     if requested_app().is_some() {
-        return;
+        return None;
     }
     if preempt_io::sys::cpu::online_cpus().unwrap().len() < 2 {
-        return skip_or_fail("needs CPU 1");
+        skip_or_fail("needs CPU 1");
+        return None;
     }
-    if !privileged(5) {
-        return skip_or_fail("needs SCHED_FIFO and memory locking (root)");
+    if !privileged(priority) {
+        skip_or_fail("needs SCHED_FIFO and memory locking (root)");
+        return None;
     }
-    let json = std::env::temp_dir().join(format!("preempt-explain-{}.json", std::process::id()));
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let json = std::env::temp_dir().join(format!(
+        "preempt-explain-{name}-{}.json",
+        std::process::id()
+    ));
     let out = run_child(
-        "hogged",
+        name,
         &[(preempt::STATS_JSON_ENV, json.to_str().unwrap())],
-        5,
+        priority,
         Duration::from_secs(60),
     );
     let stderr = text(&out.stderr);
     if stderr.contains("cannot explain deadline misses") {
-        return skip_or_fail(&stderr);
+        skip_or_fail(&stderr);
+        return None;
     }
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    Some((stderr, v))
+}
+
+#[test]
+fn a_miss_caused_by_a_higher_priority_task_names_its_executor() {
+    let Some((stderr, v)) = run_explained("hogged", 5) else {
+        return;
+    };
     let summary = stderr
         .split("why the deadline misses were late")
         .nth(1)
@@ -84,9 +127,6 @@ fn a_miss_caused_by_a_higher_priority_task_names_its_executor() {
         first.contains("thread preempt-p5"),
         "the top cause must be the hog's executor:\n{stderr}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    std::fs::remove_file(&json).unwrap();
     let tasks = v["explain"]["tasks"].as_array().expect("explain.tasks");
     let victim = tasks
         .iter()
@@ -108,4 +148,32 @@ fn a_miss_caused_by_a_higher_priority_task_names_its_executor() {
     let top = &v["explain"]["top_causes"][0];
     assert_eq!(top["kind"], "thread", "{top}");
     assert_eq!(top["name"], "preempt-p5", "{top}");
+}
+
+/// Issue 13: the note log is sized from the app's release rate; at 10 kHz with every job late
+/// for a second, no miss is dropped unnoted (the fixed 1024-note log dropped them).
+#[test]
+fn a_10_khz_app_missing_every_deadline_drops_no_notes() {
+    let Some((_, v)) = run_explained("always_late", 1) else {
+        return;
+    };
+    let x = &v["explain"];
+    let misses = v["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["stats"]["name"] == "tick")
+        .map(|t| t["stats"]["deadline_misses"].as_u64().unwrap())
+        .unwrap_or_else(|| panic!("tick's statistics: {v}"));
+    assert!(misses >= 9_000, "every job should miss: {misses} misses");
+    assert_eq!(x["dropped_notes"], 0, "{x}");
+    assert!(x["log_capacity"].as_u64().unwrap() >= 4_000, "{x}");
+    let explained = x["explained"].as_u64().unwrap();
+    let unexplained = x["unexplained"].as_u64().unwrap();
+    assert_eq!(explained + unexplained, misses, "every miss noted: {x}");
+    assert!(explained > 0, "{x}");
+    // `partial` says exactly whether some misses are not (fully) explained.
+    let partly = x["partly_traced"].as_u64().unwrap();
+    assert_eq!(x["partial"], unexplained + partly > 0, "{x}");
+    assert!(x["trace_loss"]["events"].as_u64().unwrap() > 0, "{x}");
 }

@@ -429,7 +429,8 @@ fn print_explained(d: &UavData, out: &mut impl Write) -> Result<()> {
     for c in &d.cells {
         let line = match (&c.explain, &c.explain_skipped) {
             (Some(x), _) => {
-                let top = preempt_trace::summary_lines(&x.top_causes, x.explained as usize, 1);
+                let top =
+                    preempt_trace::summary_lines(&x.top_causes, x.explained as usize, "misses", 1);
                 format!(
                     "{} explained, {} not{}",
                     x.explained,

@@ -155,7 +155,7 @@ pub struct GimbalArgs {
     pub foxglove: Option<String>,
     /// Explain each deadline miss of the controller from the kernel trace (as
     /// `PREEMPT_EXPLAIN=1` does for any app): per miss its causes (irq, softirq, thread,
-    /// wakeup, idle_exit, timer, invisible), the run's top causes, into gimbal.json. Needs
+    /// wakeup, idle_exit, timer, lost, invisible), the run's top causes, into gimbal.json. Needs
     /// tracefs (root); without it the run goes on and the result says why.
     #[arg(long)]
     pub explain: bool,
@@ -284,7 +284,7 @@ pub struct LatencyArgs {
     pub break_at: Option<u64>,
     /// Explain the outliers from the kernel trace: each sample at or above US (bare
     /// `--explain`: above the thread's p99.9) gets its delay split into causes (irq, softirq,
-    /// thread, wakeup, idle_exit, timer, invisible). Needs root (tracefs).
+    /// thread, wakeup, idle_exit, timer, lost, invisible). Needs root (tracefs).
     #[arg(long, value_name = "US", num_args = 0..=1, require_equals = true, default_missing_value = "0")]
     pub explain: Option<u64>,
     /// With --explain: write the explained windows as a Chrome/Perfetto JSON trace

@@ -20,14 +20,16 @@ const MAX_BARS: usize = 24;
 const MAX_CAUSES: usize = 10;
 
 /// Every kind in stacking order, with its colour: the thread and interrupt causes first (what
-/// a user can act on), `invisible` last in grey (what no recorded event explains).
-const KINDS: [(CauseKind, RGBColor); 7] = [
+/// a user can act on), then `lost` in red (what the trace lost), `invisible` last in grey
+/// (what no recorded event explains).
+const KINDS: [(CauseKind, RGBColor); 8] = [
     (CauseKind::Thread, PALETTE[0]),
     (CauseKind::Irq, PALETTE[1]),
     (CauseKind::Softirq, PALETTE[3]),
     (CauseKind::Timer, PALETTE[4]),
     (CauseKind::Wakeup, PALETTE[2]),
     (CauseKind::IdleExit, PALETTE[5]),
+    (CauseKind::Lost, RGBColor(200, 40, 40)),
     (CauseKind::Invisible, RGBColor(150, 150, 150)),
 ];
 
@@ -158,13 +160,21 @@ pub(super) fn app_section(
     x: &preempt::explain::Report,
 ) -> Result<()> {
     b.h3(&format!("Why the deadline misses were late: {subject}"));
+    if x.partial {
+        b.p(&format!(
+            "PARTIAL: {} of {} explained misses only partly traced (events lost), {} misses \
+             not noted (the note log of {} was full or busy), {} not explained.",
+            x.partly_traced, x.explained, x.dropped_notes, x.log_capacity, x.unexplained
+        ));
+    }
     b.p(&format!(
         "{} deadline misses explained from the kernel trace, {} not explained (no longer in \
-         the trace history, or noted while the log was full). A miss is a job that ended \
-         after its deadline, or a run of releases dropped unrun (on_miss = Skip): its delay \
-         runs from the (first) release to the moment the job could start. {}",
+         the trace history, or not noted: {} while the note log was full). A miss is a job \
+         that ended after its deadline, or a run of releases dropped unrun (on_miss = Skip): \
+         its delay runs from the (first) release to the moment the job could start. {}",
         x.explained,
         x.unexplained,
+        x.dropped_notes,
         CAUSES_TEXT.replace("{noun}", "miss")
     ));
     let all = x
@@ -189,7 +199,7 @@ pub(super) fn app_section(
 }
 
 /// What each kind of cause means (both sections; `{noun}` stands for `outlier` or `miss`).
-const CAUSES_TEXT: &str = "Each {noun}'s delay is split into causes that add up to it: irq, softirq, thread (another thread held the CPU), wakeup (waking to running), idle_exit (C-state exit), timer (hrtimer callbacks), invisible (nothing recorded explains it: host steal, SMI, interrupts off; the CPU's /proc/stat steal time around it is shown beside it). Method and limits: docs/MEASURING.md.";
+const CAUSES_TEXT: &str = "Each {noun}'s delay is split into causes that add up to it: irq, softirq, thread (another thread held the CPU), wakeup (waking to running), idle_exit (C-state exit), timer (hrtimer callbacks), lost (the trace lost its events: the reader fell behind), invisible (nothing recorded explains it: host steal, SMI, interrupts off; the CPU's /proc/stat steal time around it is shown beside it). Method and limits: docs/MEASURING.md.";
 
 /// One explained delay as drawn.
 struct Drawn<'a> {
@@ -224,7 +234,7 @@ impl<'a> Drawn<'a> {
             latency_ns: e.latency_ns,
             causes: &e.causes,
             steal_ns: e.steal_ns,
-            covered: None,
+            covered: Some(e.covered),
         }
     }
 }
@@ -262,7 +272,16 @@ fn draw(
         b.p(&format!("No {} was explained.", d.noun));
         return Ok(());
     }
-    let categories: Vec<String> = (1..=all.len()).map(|n| n.to_string()).collect();
+    // A window whose trace lost events is marked `N*` (its lost time is the red `lost` part).
+    let categories: Vec<String> = all
+        .iter()
+        .enumerate()
+        .map(|(n, e)| match e.covered {
+            Some(false) => format!("{}*", n + 1),
+            _ => (n + 1).to_string(),
+        })
+        .collect();
+    let partly = all.iter().filter(|e| e.covered == Some(false)).count();
     // Milliseconds once the worst delay passes 10 ms: shorter axis labels.
     let (unit, per) = if all[0].latency_ns > 10_000_000 {
         ("ms", 1e6)
@@ -302,10 +321,17 @@ fn draw(
         d.stem,
         svg,
         &format!(
-            "The {} worst explained {nouns} of {}, worst first (numbered as in the table below): one bar per {}, one segment per kind of cause, adding up to its latency.",
+            "The {} worst explained {nouns} of {}, worst first (numbered as in the table below): one bar per {}, one segment per kind of cause, adding up to its latency.{}",
             all.len(),
             d.subject,
-            d.noun
+            d.noun,
+            if partly > 0 {
+                format!(
+                    " {partly} of them (marked *) only partly traced: the trace lost events in their window, their time shows as lost."
+                )
+            } else {
+                String::new()
+            }
         ),
     );
     let with_covered = all.iter().any(|e| e.covered.is_some());
