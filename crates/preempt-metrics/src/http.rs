@@ -81,13 +81,15 @@ impl Bound {
         let listener = self.listener;
         let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
+        let workers = Arc::new(AtomicUsize::new(0));
         let accept = {
             let stop = Arc::clone(&stop);
+            let workers = Arc::clone(&workers);
             std::thread::Builder::new()
                 .name("preempt-metrics".into())
                 .spawn(move || {
                     leave_real_time();
-                    let mut pool = Pool::new(registry);
+                    let pool = Pool::new(registry, workers);
                     for conn in listener.incoming() {
                         if stop.load(Ordering::Acquire) {
                             break;
@@ -103,6 +105,7 @@ impl Bound {
         Ok(Server {
             addr: local,
             stop,
+            workers,
             accept: Some(accept),
         })
     }
@@ -114,6 +117,8 @@ impl Bound {
 pub struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    /// Connection workers started so far.
+    workers: Arc<AtomicUsize>,
     accept: Option<JoinHandle<()>>,
 }
 
@@ -170,11 +175,12 @@ struct Pool {
     active: Arc<AtomicUsize>,
     /// Workers waiting for a connection.
     idle: Arc<AtomicUsize>,
-    workers: usize,
+    /// Workers started (shared with the [`Server`]).
+    workers: Arc<AtomicUsize>,
 }
 
 impl Pool {
-    fn new(registry: Arc<Registry>) -> Pool {
+    fn new(registry: Arc<Registry>, workers: Arc<AtomicUsize>) -> Pool {
         // Room for every connection that may be in flight, so that queueing never blocks.
         let (queue, take) = std::sync::mpsc::sync_channel(MAX_CONNECTIONS);
         Pool {
@@ -183,13 +189,13 @@ impl Pool {
             take: Arc::new(Mutex::new(take)),
             active: Arc::new(AtomicUsize::new(0)),
             idle: Arc::new(AtomicUsize::new(0)),
-            workers: 0,
+            workers,
         }
     }
 
     /// Queues `stream` for a worker (starting one if none is idle), or answers `503` when
     /// [`MAX_CONNECTIONS`] are already in flight.
-    fn serve_or_refuse(&mut self, stream: TcpStream) {
+    fn serve_or_refuse(&self, stream: TcpStream) {
         let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
         let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
         if self.active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
@@ -206,10 +212,11 @@ impl Pool {
             );
             return;
         }
-        if self.idle.load(Ordering::Acquire) == 0 && self.workers < MAX_CONNECTIONS {
+        let started = self.workers.load(Ordering::Acquire);
+        if self.idle.load(Ordering::Acquire) == 0 && started < MAX_CONNECTIONS {
             self.start_worker();
         }
-        if self.workers == 0 {
+        if self.workers.load(Ordering::Acquire) == 0 {
             // No worker could be started (out of threads): the connection is closed unanswered.
             self.active.fetch_sub(1, Ordering::AcqRel);
             return;
@@ -220,7 +227,7 @@ impl Pool {
         }
     }
 
-    fn start_worker(&mut self) {
+    fn start_worker(&self) {
         let (registry, take) = (Arc::clone(&self.registry), Arc::clone(&self.take));
         let (active, idle) = (Arc::clone(&self.active), Arc::clone(&self.idle));
         let spawned = std::thread::Builder::new()
@@ -240,7 +247,7 @@ impl Pool {
                 }
             });
         if spawned.is_ok() {
-            self.workers += 1;
+            self.workers.fetch_add(1, Ordering::AcqRel);
         }
     }
 }
@@ -432,6 +439,21 @@ mod tests {
         assert!(
             t.elapsed() < IO_TIMEOUT,
             "served while the silent client waits"
+        );
+    }
+
+    #[test]
+    fn scrapes_reuse_the_connection_workers() {
+        let server = Server::start("127.0.0.1:0", Arc::new(Registry::default())).unwrap();
+        let a = server.local_addr();
+        for _ in 0..40 {
+            assert!(get(a, "GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200 "));
+        }
+        // A thread per connection would have started 40.
+        let started = server.workers.load(Ordering::Acquire);
+        assert!(
+            (1..=MAX_CONNECTIONS).contains(&started),
+            "{started} workers for 40 scrapes"
         );
     }
 
