@@ -138,6 +138,12 @@ impl Server {
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// How many connection worker threads the server has started (at most
+    /// [`MAX_CONNECTIONS`]; they stay for the next connections).
+    pub fn workers_started(&self) -> usize {
+        self.workers.load(Ordering::Acquire)
+    }
 }
 
 impl Drop for Server {
@@ -450,7 +456,7 @@ mod tests {
             assert!(get(a, "GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200 "));
         }
         // A thread per connection would have started 40.
-        let started = server.workers.load(Ordering::Acquire);
+        let started = server.workers_started();
         assert!(
             (1..=MAX_CONNECTIONS).contains(&started),
             "{started} workers for 40 scrapes"
