@@ -8,10 +8,11 @@
 //! # A slow client never blocks measurement
 //! The measuring threads share nothing with the server but atomics: a scrape *reads* them
 //! (a [`Registry`] of collectors, see [`crate::expo`]) and never takes a lock a measuring thread
-//! takes. Each connection is served on its own thread, with [`IO_TIMEOUT`] on reads and writes,
-//! so a client that connects and sends nothing, or never reads its response, only holds its
-//! own thread; at most [`MAX_CONNECTIONS`] are served at once and the rest get `503`. The
-//! threads run under `SCHED_OTHER` whatever policy the thread that started the server had.
+//! takes. Each connection is served by one of at most [`MAX_CONNECTIONS`] worker threads
+//! (started when needed, then kept), with [`IO_TIMEOUT`] on reads and writes, so a client that
+//! connects and sends nothing, or never reads its response, only holds its own worker; at
+//! most [`MAX_CONNECTIONS`] are served at once and the rest get `503`. The threads run under
+//! `SCHED_OTHER` whatever policy the thread that started the server had.
 //!
 //! # Responses
 //! `GET`/`HEAD /metrics` → 200 (OpenMetrics when the `Accept` header names it, else the
@@ -28,8 +29,9 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -79,26 +81,31 @@ impl Bound {
         let listener = self.listener;
         let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let active = Arc::new(AtomicUsize::new(0));
+        let workers = Arc::new(AtomicUsize::new(0));
         let accept = {
             let stop = Arc::clone(&stop);
+            let workers = Arc::clone(&workers);
             std::thread::Builder::new()
                 .name("preempt-metrics".into())
                 .spawn(move || {
                     leave_real_time();
+                    let pool = Pool::new(registry, workers);
                     for conn in listener.incoming() {
                         if stop.load(Ordering::Acquire) {
                             break;
                         }
                         // A failed accept (e.g. the peer reset) concerns that peer only.
                         let Ok(stream) = conn else { continue };
-                        serve_or_refuse(stream, &registry, &active);
+                        pool.serve_or_refuse(stream);
                     }
+                    // Dropping the pool closes its queue: idle workers exit, busy ones after
+                    // their connection.
                 })?
         };
         Ok(Server {
             addr: local,
             stop,
+            workers,
             accept: Some(accept),
         })
     }
@@ -110,6 +117,8 @@ impl Bound {
 pub struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    /// Connection workers started so far.
+    workers: Arc<AtomicUsize>,
     accept: Option<JoinHandle<()>>,
 }
 
@@ -128,6 +137,12 @@ impl Server {
     /// The address actually bound (the port is chosen by the kernel for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// How many connection worker threads the server has started (at most
+    /// [`MAX_CONNECTIONS`]; they stay for the next connections).
+    pub fn workers_started(&self) -> usize {
+        self.workers.load(Ordering::Acquire)
     }
 }
 
@@ -149,33 +164,97 @@ fn leave_real_time() {
     let _ = sched::set_current_thread_policy(&Policy::Other { nice: 0 });
 }
 
-fn serve_or_refuse(stream: TcpStream, registry: &Arc<Registry>, active: &Arc<AtomicUsize>) {
-    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-        active.fetch_sub(1, Ordering::AcqRel);
-        let mut s = stream;
-        let _ = respond(
-            &mut s,
-            503,
-            "Service Unavailable",
-            &[],
-            "text/plain",
-            b"busy\n",
-            false,
-        );
-        return;
+/// The connection workers: at most [`MAX_CONNECTIONS`] threads, started as connections need
+/// them and kept for the next ones.
+///
+/// A thread per connection (the first design) spent most of a scrape's CPU creating and
+/// tearing down the thread (`clone3`, the stack's `mmap`/`munmap`, glibc's per-thread
+/// clean-up: 40 % of the server's samples under `perf record`, docs/PERFORMANCE.md), more than
+/// encoding the metrics. A worker that stays serves the next connection for the cost of a
+/// channel hand-off, and a slow client still holds only its own worker.
+struct Pool {
+    registry: Arc<Registry>,
+    queue: SyncSender<TcpStream>,
+    /// Shared by the workers: the one that holds the lock waits for the next connection.
+    take: Arc<Mutex<Receiver<TcpStream>>>,
+    /// Connections accepted and not yet answered (queued or being served).
+    active: Arc<AtomicUsize>,
+    /// Workers waiting for a connection.
+    idle: Arc<AtomicUsize>,
+    /// Workers started (shared with the [`Server`]).
+    workers: Arc<AtomicUsize>,
+}
+
+impl Pool {
+    fn new(registry: Arc<Registry>, workers: Arc<AtomicUsize>) -> Pool {
+        // Room for every connection that may be in flight, so that queueing never blocks.
+        let (queue, take) = std::sync::mpsc::sync_channel(MAX_CONNECTIONS);
+        Pool {
+            registry,
+            queue,
+            take: Arc::new(Mutex::new(take)),
+            active: Arc::new(AtomicUsize::new(0)),
+            idle: Arc::new(AtomicUsize::new(0)),
+            workers,
+        }
     }
-    let (registry, active) = (Arc::clone(registry), Arc::clone(active));
-    let spawned = std::thread::Builder::new()
-        .name("preempt-scrape".into())
-        .spawn(move || {
-            // The connection's outcome concerns that client only.
-            let _ = handle(stream, &registry);
-            active.fetch_sub(1, Ordering::AcqRel);
-        });
-    if spawned.is_err() {
-        // Out of threads: the stream was moved into the failed closure and is closed.
+
+    /// Queues `stream` for a worker (starting one if none is idle), or answers `503` when
+    /// [`MAX_CONNECTIONS`] are already in flight.
+    fn serve_or_refuse(&self, stream: TcpStream) {
+        let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
+        let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+        if self.active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+            self.active.fetch_sub(1, Ordering::AcqRel);
+            let mut s = stream;
+            let _ = respond(
+                &mut s,
+                503,
+                "Service Unavailable",
+                &[],
+                "text/plain",
+                b"busy\n",
+                false,
+            );
+            return;
+        }
+        let started = self.workers.load(Ordering::Acquire);
+        if self.idle.load(Ordering::Acquire) == 0 && started < MAX_CONNECTIONS {
+            self.start_worker();
+        }
+        if self.workers.load(Ordering::Acquire) == 0 {
+            // No worker could be started (out of threads): the connection is closed unanswered.
+            self.active.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        // Cannot block: at most MAX_CONNECTIONS are in flight and the queue holds as many.
+        if self.queue.send(stream).is_err() {
+            self.active.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    fn start_worker(&self) {
+        let (registry, take) = (Arc::clone(&self.registry), Arc::clone(&self.take));
+        let (active, idle) = (Arc::clone(&self.active), Arc::clone(&self.idle));
+        let spawned = std::thread::Builder::new()
+            .name("preempt-scrape".into())
+            .spawn(move || {
+                loop {
+                    idle.fetch_add(1, Ordering::AcqRel);
+                    // A poisoned lock only means another worker panicked while waiting; the
+                    // receiver inside is intact.
+                    let next = take.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    idle.fetch_sub(1, Ordering::AcqRel);
+                    // Err: the server stopped and dropped the queue.
+                    let Ok(stream) = next else { break };
+                    // The connection's outcome concerns that client only.
+                    let _ = handle(stream, &registry);
+                    active.fetch_sub(1, Ordering::AcqRel);
+                }
+            });
+        if spawned.is_ok() {
+            self.workers.fetch_add(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -304,10 +383,13 @@ fn respond(
         head.push_str("\r\n");
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
+    // One write, one TCP segment train: a separate write for the body would cost another
+    // system call and could wait for the client's ACK of the head (Nagle).
+    let mut response = head.into_bytes();
     if !head_only {
-        stream.write_all(body)?;
+        response.extend_from_slice(body);
     }
+    stream.write_all(&response)?;
     stream.flush()
 }
 
@@ -363,6 +445,21 @@ mod tests {
         assert!(
             t.elapsed() < IO_TIMEOUT,
             "served while the silent client waits"
+        );
+    }
+
+    #[test]
+    fn scrapes_reuse_the_connection_workers() {
+        let server = Server::start("127.0.0.1:0", Arc::new(Registry::default())).unwrap();
+        let a = server.local_addr();
+        for _ in 0..40 {
+            assert!(get(a, "GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200 "));
+        }
+        // A thread per connection would have started 40.
+        let started = server.workers_started();
+        assert!(
+            (1..=MAX_CONNECTIONS).contains(&started),
+            "{started} workers for 40 scrapes"
         );
     }
 

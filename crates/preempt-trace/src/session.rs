@@ -214,6 +214,9 @@ struct Inner {
     max_events: usize,
     /// Most pages read per CPU per poll: the ring's size.
     max_pages: usize,
+    /// When tracing began (CLOCK_MONOTONIC ns): a gap before the first event read starts
+    /// here, not at 0.
+    started_ns: u64,
     fault: Option<String>,
 }
 
@@ -300,6 +303,7 @@ impl Session {
                 loss: Loss::default(),
             });
         }
+        let started_ns = preempt_io::sys::clock::monotonic_now_ns();
         instance.write("tracing_on", "1")?;
         let max_pages = ring_pages(opts.buffer_kb, &hdr);
         let inner = Arc::new(Mutex::new(Inner {
@@ -311,6 +315,7 @@ impl Session {
             retain_ns: opts.retain_ns,
             max_events: opts.max_events_per_cpu,
             max_pages,
+            started_ns,
             fault: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -473,6 +478,7 @@ impl Inner {
             cpus,
             fault,
             max_pages,
+            started_ns,
             ..
         } = self;
         for r in readers.iter_mut() {
@@ -483,7 +489,7 @@ impl Inner {
             let res = r.drain(hdr, *max_pages, |item| match item {
                 Item::Lost => {
                     h.loss.missed_pages += 1;
-                    h.gap_from.get_or_insert(h.last_ts);
+                    h.gap_from.get_or_insert(h.last_ts.max(*started_ns));
                 }
                 Item::Record(ts, rec) => {
                     let Some(e) = decoder.decode(ts, cpu, rec) else {
@@ -495,6 +501,7 @@ impl Inner {
                         return;
                     }
                     if let Some(from) = h.gap_from.take() {
+                        let from = from.min(e.ts);
                         let len = e.ts - from;
                         h.lost.push_back((from, e.ts));
                         h.loss.lost_stretches += 1;
@@ -536,6 +543,17 @@ impl Inner {
 
     fn explain(&mut self, cpu: usize, w: &Window) -> Result<Explanation, Error> {
         let wake_ns = self.first_waking(w);
+        // The task's waking may be among events another CPU lost: without it the phase before
+        // the switch-in is guessed, so the window is not fully covered.
+        let waking_lost = wake_ns.is_none()
+            && self.cpus.iter().enumerate().any(|(c, h)| {
+                c != cpu
+                    && h.as_ref().is_some_and(|h| {
+                        h.lost
+                            .iter()
+                            .any(|&(a, b)| a < w.end_ns && b > w.release_ns)
+                    })
+            });
         let Some(Some(h)) = self.cpus.get_mut(cpu) else {
             return Err(Error::NotCovered(format!("CPU {cpu} is not traced")));
         };
@@ -557,6 +575,7 @@ impl Inner {
         };
         let events = h.events.make_contiguous();
         let mut ex = attribute::explain(cpu, events, w, wake_ns, &self.decoder, &facts);
+        ex.covered &= !waking_lost;
         if let Some((span, steal)) = self.steal_around(cpu, w) {
             ex.steal_ns = Some(steal);
             ex.steal_span_ns = Some(span);

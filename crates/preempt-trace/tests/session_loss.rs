@@ -80,3 +80,36 @@ fn a_reader_that_falls_behind_reports_the_lost_stretch_and_blames_no_thread() {
     );
     session.finish().unwrap();
 }
+
+/// The reader runs at SCHED_FIFO 1 by default (a SCHED_OTHER reader starved under load and lost
+/// events: docs/PERFORMANCE.md, "Trace reader under load").
+#[test]
+fn the_reader_runs_at_sched_fifo_1() {
+    let what = "trace reader priority";
+    let Some(session) = common::session(what, &[common::measured_cpu()]) else {
+        return;
+    };
+    let reader = (0..200)
+        .find_map(|_| {
+            let found = std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .flatten()
+                .find(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.trim() == "preempt-trace")
+                })
+                .and_then(|t| t.file_name().to_str()?.parse::<i32>().ok())
+                .map(|tid| sched::thread_policy(tid).unwrap());
+            // The reader sets its policy first thing; give it a moment.
+            match found {
+                Some(sched::Policy::Fifo { .. }) => found,
+                _ => {
+                    sleep_until_ns(ClockId::Monotonic, monotonic_now_ns() + 5_000_000).unwrap();
+                    None
+                }
+            }
+        })
+        .expect("a preempt-trace thread at SCHED_FIFO within 1 s");
+    assert_eq!(reader, sched::Policy::Fifo { priority: 1 });
+    session.finish().unwrap();
+}

@@ -225,23 +225,7 @@ fn main() {
     }
     let quick = args.iter().any(|a| a == "--quick");
     let (rounds, jobs) = if quick { (3, 2_000) } else { (5, 5_000) };
-    let uname = preempt_io::sys::kernel::uname()
-        .map(|u| format!("{} {} {}", u.sysname, u.release, u.machine))
-        .unwrap_or_default();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("preempt app-metrics benchmark");
-    println!(
-        "  machine: {uname}, {} online CPUs, load average at start {}",
-        preempt_io::sys::cpu::online_cpus().map_or(0, |c| c.len()),
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    println!(
-        "  command: cargo bench -p preempt --bench metrics{}",
-        if quick { " -- --quick" } else { "" }
-    );
+    support::print_header("preempt app-metrics benchmark", "metrics", quick);
     println!(
         "  1 kHz periodic task, SCHED_FIFO 99, {jobs} measured jobs per run, {rounds} rounds \
          alternating on/off (on first in even rounds); medians over rounds, max over all"
@@ -301,12 +285,15 @@ fn main() {
         "  (CPU per job in ns; RT-CPU: the executor thread; proc-CPU: the whole process, with \
          metrics on including the server thread's scrapes)"
     );
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    // What serving costs: the process CPU metrics add per job, times the jobs of a run, over
+    // the scrapes a run answered.
+    let scrapes_per_run = on.iter().map(|r| r.scrapes as f64).sum::<f64>() / on.len() as f64;
+    let added_ns = median(on.iter().map(|r| r.process_cpu).collect())
+        - median(off.iter().map(|r| r.process_cpu).collect());
     println!(
-        "  load average at end {}",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        "  server CPU per scrape: {:.1} µs (proc-CPU on - off, x {jobs} jobs, / {scrapes_per_run:.0} \
+         scrapes per run)",
+        added_ns * jobs as f64 / scrapes_per_run / 1e3
     );
+    println!("  load average at end {}", support::load_average());
 }

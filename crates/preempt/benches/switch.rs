@@ -337,21 +337,7 @@ fn main() {
     } else {
         (10_000_000, 200_000, 10_000_000)
     };
-    let uname = preempt_io::sys::kernel::uname()
-        .map(|u| format!("{} {} {}", u.sysname, u.release, u.machine))
-        .unwrap_or_default();
-    let cpus = preempt_io::sys::cpu::online_cpus()
-        .map(|c| c.len())
-        .unwrap_or(0);
-    println!("preempt switch/lock benchmark");
-    println!(
-        "  machine: {uname}, {cpus} online CPUs, PREEMPT_RT: {}",
-        preempt_io::sys::kernel::is_preempt_rt()
-    );
-    println!(
-        "  command: cargo bench -p preempt --bench switch{}",
-        if quick { " -- --quick" } else { "" }
-    );
+    support::print_header("preempt switch/lock benchmark", "switch", quick);
     println!();
 
     println!("  preempt: default app (accounting on) / bare runtime (`accounting = false`)");

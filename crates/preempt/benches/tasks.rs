@@ -480,21 +480,7 @@ fn main() {
     } else {
         (3, 10_000, 2_000_000, 10_000)
     };
-    let uname = preempt_io::sys::kernel::uname()
-        .map(|u| format!("{} {} {}", u.sysname, u.release, u.machine))
-        .unwrap_or_default();
-    let cpus = preempt_io::sys::cpu::online_cpus()
-        .map(|c| c.len())
-        .unwrap_or(0);
-    println!("preempt tasks benchmark");
-    println!(
-        "  machine: {uname}, {cpus} online CPUs, PREEMPT_RT: {}",
-        preempt_io::sys::kernel::is_preempt_rt()
-    );
-    println!(
-        "  command: cargo bench -p preempt --bench tasks{}",
-        if quick { " -- --quick" } else { "" }
-    );
+    support::print_header("preempt tasks benchmark", "tasks", quick);
     println!("  (latencies in µs; medians over {rounds} alternated rounds, max over all)");
     println!();
 
@@ -573,7 +559,7 @@ fn main() {
     println!();
 
     // 4. Idle policies: spawn from CPU 0 -> start on CPU 1.
-    if cpus < 2 {
+    if preempt_io::sys::cpu::online_cpus().map_or(0, |c| c.len()) < 2 {
         println!("idle policies: skipped (needs 2 CPUs)");
         return;
     }

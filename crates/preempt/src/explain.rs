@@ -10,7 +10,7 @@
 //! releases, from the first of them to the moment the executor got to the task), notes
 //! `(task, release, start, tid, cpu)` in a preallocated log (a `try_lock` and a push within
 //! capacity: no allocation, no blocking; a note that finds the log busy or full is counted
-//! as dropped). The log holds 4 passes of the app's release rate (sized once the
+//! as dropped). The log holds 10 passes of the app's release rate (sized once the
 //! periods are known, before the executors start). Every 100 ms the
 //! explain thread swaps the log for an empty one and asks the session why each job started
 //! only at `start` instead of `release`: the causes (irq, softirq, another thread, the wake-up
@@ -47,14 +47,18 @@ pub const EXPLAIN_ENV: &str = "PREEMPT_EXPLAIN";
 /// Fewest notes kept between two passes of the explain thread (an app whose release rate is
 /// unknown: software and hardware tasks only).
 const LOG_MIN_CAPACITY: usize = 1024;
-/// The log holds this many passes' worth of the app's releases: the explain thread is
-/// SCHED_OTHER and, next to a load, takes the notes late (a margin of 4 covers a pass
-/// 300 ms late; a note that does not fit is counted and reported as dropped).
-const LOG_MARGIN: u64 = 4;
-/// Most notes kept (≈ 48 MiB of notes: 2.5 million releases per second over the margin).
+/// The log holds this many passes' worth of the app's releases: the explain thread takes the
+/// notes late next to a load, and its own pass (explaining a pass of 1 000 misses) can take longer than the interval, and
+/// with a margin of 4 a debug build at 10 kHz of misses dropped notes now and then (2 of
+/// 10 000 in one of six runs of `tests/runtime_explain.rs`); 10 passes, one second of
+/// releases, is 400 KB of notes at 10 kHz. A note that does not fit is counted and reported.
+const LOG_MARGIN: u64 = 10;
+/// Most notes kept (≈ 48 MiB of notes: a million releases per second over the margin).
 const LOG_MAX_CAPACITY: usize = 1 << 20;
 /// Explanations kept per task (the longest delays; the rest only count in `top_causes`).
 const KEEP_PER_TASK: usize = 100;
+/// Windows explained under one hold of the session's lock (the reader polls in between).
+const EXPLAIN_CHUNK: usize = 256;
 /// How often the explain thread takes the notes.
 const PASS_EVERY: Duration = Duration::from_millis(100);
 
@@ -408,7 +412,13 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
                 )
             })
             .collect();
-        for (m, res) in batch.drain(..).zip(session.explain_all(&windows)) {
+        // A chunk at a time: the session's lock is held while explaining, and the reader
+        // waits for it; at 10 kHz of misses a whole pass at once kept it waiting for as long
+        // as the explaining took.
+        let results = windows
+            .chunks(EXPLAIN_CHUNK)
+            .flat_map(|chunk| session.explain_all(chunk));
+        for (m, res) in batch.drain(..).zip(results) {
             let slot = match per_task.iter().position(|(t, _, _)| *t == m.task) {
                 Some(i) => i,
                 None => {
@@ -486,9 +496,42 @@ mod tests {
     }
 
     #[test]
-    fn the_log_holds_four_passes_of_releases() {
-        // A 10 kHz and a 1 kHz task: 11 000 releases/s, 1 100 per 100 ms pass, 4 passes.
-        assert_eq!(log_capacity(11_000), 4_400);
+    fn the_summary_says_what_is_partial() {
+        let full = Report {
+            explained: 120,
+            log_capacity: 4_000,
+            ..Report::default()
+        };
+        assert!(!full.summary().contains("PARTIAL"), "{}", full.summary());
+        let partial = Report {
+            partly_traced: 3,
+            dropped_notes: 2,
+            unexplained: 2,
+            partial: true,
+            trace_loss: Some(Loss {
+                lost_stretches: 4,
+                lost_ns: 12_500_000,
+                ..Loss::default()
+            }),
+            ..full
+        };
+        let text = partial.summary();
+        assert!(text.contains("120 explained, 2 not; PARTIAL"), "{text}");
+        assert!(
+            text.contains("3 of 120 misses only partly traced (events lost"),
+            "{text}"
+        );
+        assert!(text.contains("4 stretches, 12.5 ms"), "{text}");
+        assert!(
+            text.contains("2 misses not noted (the note log of 4000 was full or busy)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_log_holds_ten_passes_of_releases() {
+        // A 10 kHz and a 1 kHz task: 11 000 releases/s, 1 100 per 100 ms pass, 10 passes.
+        assert_eq!(log_capacity(11_000), 11_000);
         assert_eq!(log_capacity(0), LOG_MIN_CAPACITY);
         assert_eq!(log_capacity(u64::MAX), LOG_MAX_CAPACITY);
     }

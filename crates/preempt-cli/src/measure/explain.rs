@@ -142,6 +142,13 @@ pub fn explain_run(
             String::new()
         }
     )];
+    let partly = all.iter().filter(|e| !e.covered).count();
+    if partly > 0 {
+        lines.push(format!(
+            "  {partly} of {} outliers only partly traced (events lost: their time is `lost`)",
+            all.len()
+        ));
+    }
     lines.extend(
         preempt_trace::summary_lines(&out.top_causes, all.len(), "outliers", 5)
             .into_iter()

@@ -90,6 +90,34 @@ fn decade_ceil(v: f64) -> f64 {
     10f64.powf(v.max(1e-9).log10().ceil())
 }
 
+/// The x-axis label of a chart of categories at 0, 1, 2, ...: the category's name at its
+/// position, nothing between positions.
+fn category_label(names: &[String], v: f64) -> String {
+    let i = v.round();
+    if (v - i).abs() < 1e-6 && i >= 0.0 {
+        names.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
+/// Every chart's frame: the title as caption, the margins, and label areas of `x_area` and
+/// `y_area` pixels.
+fn chart_builder<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    x_area: u32,
+    y_area: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 20))
+        .margin(12)
+        .margin_right(36)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area);
+    b
+}
+
 fn us_label(v: &f64) -> String {
     if *v >= 1_000.0 {
         format!("{}", (v * 10.0).round() / 10.0)
@@ -144,12 +172,7 @@ pub fn histogram(title: &str, series: &[HistSeries]) -> Result<String> {
         }
         let x = decade_floor(lo)..decade_ceil(hi * 1.01);
         let y = 0.5f64..decade_ceil(max_count as f64 * 1.5);
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
+        let mut chart = chart_builder(root, title, 40, 56)
             .build_cartesian_2d(x.log_scale(), y.log_scale())
             .map_err(err)?;
         chart
@@ -248,12 +271,7 @@ pub fn exceedance(title: &str, series: &[(String, Vec<Bucket>, u64)]) -> Result<
             .fold(f64::INFINITY, f64::min);
         let hi = curves.iter().flatten().map(|p| p.0).fold(0.0, f64::max);
         let pmin = curves.iter().flatten().map(|p| p.1).fold(1.0, f64::min);
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
+        let mut chart = chart_builder(root, title, 40, 56)
             .build_cartesian_2d(
                 (decade_floor(lo)..decade_ceil(hi * 1.01)).log_scale(),
                 (decade_floor(pmin * 0.5)..1.0).log_scale(),
@@ -343,12 +361,7 @@ pub fn boxplot_in(title: &str, y_desc: &str, boxes: &[BoxStat]) -> Result<String
             .fold(f64::INFINITY, f64::min);
         let hi = boxes.iter().map(|b| us(b.max_ns)).fold(0.0, f64::max);
         let cat_names: Vec<String> = cats.iter().map(|c| (*c).to_string()).collect();
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(56)
-            .y_label_area_size(56)
+        let mut chart = chart_builder(root, title, 56, 56)
             .build_cartesian_2d(
                 -0.5f64..(cats.len() as f64 - 0.5),
                 // Headroom above the largest whisker keeps the legend off the data.
@@ -361,14 +374,7 @@ pub fn boxplot_in(title: &str, y_desc: &str, boxes: &[BoxStat]) -> Result<String
             .axis_desc_style(("sans-serif", 15))
             .disable_x_mesh()
             .x_labels(cats.len().max(1) * 2 + 1)
-            .x_label_formatter(&|v| {
-                let i = v.round();
-                if (v - i).abs() < 1e-6 && i >= 0.0 {
-                    cat_names.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|v| category_label(&cat_names, *v))
             .x_label_style(("sans-serif", 13))
             .y_desc(y_desc)
             .y_label_formatter(&us_label)
@@ -384,57 +390,23 @@ pub fn boxplot_in(title: &str, y_desc: &str, boxes: &[BoxStat]) -> Result<String
                 let x0 = ci - 0.35 + gi as f64 * width + width * 0.1;
                 let x1 = x0 + width * 0.8;
                 let xm = (x0 + x1) / 2.0;
-                let mut elems: Vec<DynElement<'static, SVGBackend<'_>, (f64, f64)>> = Vec::new();
-                elems.push(
-                    PathElement::new(
-                        vec![(xm, us(b.min_ns)), (xm, us(b.max_ns))],
-                        c.stroke_width(1),
-                    )
-                    .into_dyn(),
-                );
-                elems.push(
-                    PathElement::new(
-                        vec![
-                            (x0 + width * 0.2, us(b.min_ns)),
-                            (x1 - width * 0.2, us(b.min_ns)),
-                        ],
-                        c.stroke_width(1),
-                    )
-                    .into_dyn(),
-                );
-                elems.push(
-                    PathElement::new(
-                        vec![
-                            (x0 + width * 0.2, us(b.max_ns)),
-                            (x1 - width * 0.2, us(b.max_ns)),
-                        ],
-                        c.stroke_width(1),
-                    )
-                    .into_dyn(),
-                );
+                let line = |points: Vec<(f64, f64)>, stroke: u32| {
+                    PathElement::new(points, c.stroke_width(stroke)).into_dyn()
+                };
+                let cap = |y: f64| line(vec![(x0 + width * 0.2, y), (x1 - width * 0.2, y)], 1);
+                // Whisker from min to max with its two caps.
+                let mut elems: Vec<DynElement<'static, SVGBackend<'_>, (f64, f64)>> = vec![
+                    line(vec![(xm, us(b.min_ns)), (xm, us(b.max_ns))], 1),
+                    cap(us(b.min_ns)),
+                    cap(us(b.max_ns)),
+                ];
                 if let (Some(q1), Some(q3)) = (b.p25_ns, b.p75_ns) {
-                    elems.push(
-                        Rectangle::new(
-                            [(x0, us(q1)), (x1, us(q3).max(us(q1) * 1.0001))],
-                            c.mix(0.35).filled(),
-                        )
-                        .into_dyn(),
-                    );
-                    elems.push(
-                        Rectangle::new(
-                            [(x0, us(q1)), (x1, us(q3).max(us(q1) * 1.0001))],
-                            c.stroke_width(1),
-                        )
-                        .into_dyn(),
-                    );
+                    // The box from p25 to p75: filled, then outlined.
+                    let corners = [(x0, us(q1)), (x1, us(q3).max(us(q1) * 1.0001))];
+                    elems.push(Rectangle::new(corners, c.mix(0.35).filled()).into_dyn());
+                    elems.push(Rectangle::new(corners, c.stroke_width(1)).into_dyn());
                 }
-                elems.push(
-                    PathElement::new(
-                        vec![(x0, us(b.p50_ns)), (x1, us(b.p50_ns))],
-                        c.stroke_width(3),
-                    )
-                    .into_dyn(),
-                );
+                elems.push(line(vec![(x0, us(b.p50_ns)), (x1, us(b.p50_ns))], 3));
                 elems.push(Circle::new((xm, us(b.p99_ns)), 3, c.filled()).into_dyn());
                 let series = chart.draw_series(elems).map_err(err)?;
                 if first {
@@ -503,12 +475,7 @@ pub fn time_series_in(
             return no_data(root, title);
         }
         let group = reduced.iter().map(|r| r.1).max().unwrap_or(1);
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
+        let mut chart = chart_builder(root, title, 40, 56)
             .build_cartesian_2d(
                 0f64..xmax as f64,
                 (decade_floor(lo)..decade_ceil(hi * 1.01)).log_scale(),
@@ -572,12 +539,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line]) -> Result
             return no_data(root, title);
         }
         let pad = if y1 > y0 { (y1 - y0) * 0.08 } else { 1e-3 };
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
+        let mut chart = chart_builder(root, title, 40, 64)
             .build_cartesian_2d(x0..x1, (y0 - pad)..(y1 + pad))
             .map_err(err)?;
         chart
@@ -670,12 +632,7 @@ fn bar_chart(
             Some(_) => (40, 72, 1.45),
             None => (56, 56, 1.3),
         };
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .margin_right(36)
-            .x_label_area_size(x_area)
-            .y_label_area_size(y_area)
+        let mut chart = chart_builder(root, title, x_area, y_area)
             .build_cartesian_2d(-0.5f64..(categories.len() as f64 - 0.5), 0.0..hi * headroom)
             .map_err(err)?;
         let compact = |v: &f64| format!("{v:.1}").trim_end_matches(".0").to_string();
@@ -687,14 +644,7 @@ fn bar_chart(
             .axis_desc_style(("sans-serif", 15))
             .disable_x_mesh()
             .x_labels(categories.len() * 2 + 1)
-            .x_label_formatter(&|v| {
-                let i = v.round();
-                if (v - i).abs() < 1e-6 && i >= 0.0 {
-                    categories.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|v| category_label(categories, *v))
             .x_label_style(("sans-serif", 12))
             .y_desc(y_desc)
             .light_line_style(RGBColor(235, 235, 235))
@@ -772,12 +722,7 @@ pub fn ranges(title: &str, rows: &[Range], overhead_ns: Option<u64>) -> Result<S
                 .fold(0.0, f64::max);
             let names: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
             let n = rows.len() as f64;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(title, ("sans-serif", 20))
-                .margin(12)
-                .margin_right(36)
-                .x_label_area_size(36)
-                .y_label_area_size(190)
+            let mut chart = chart_builder(&root, title, 36, 190)
                 .build_cartesian_2d(
                     (decade_floor(lo)..decade_ceil(hi * 1.01)).log_scale(),
                     -0.5f64..(n - 0.5),
