@@ -34,6 +34,15 @@ fn success_stdout(cmd: &mut Command) -> String {
     stdout
 }
 
+/// Runs `preempt <args> --export-json <file>`, which must succeed, and returns its stdout and
+/// the result file it wrote.
+fn success_with_result_file(args: &[&str]) -> (String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("result.json");
+    let stdout = success_stdout(preempt().args(args).arg("--export-json").arg(&file));
+    (stdout, support::read_json(&file))
+}
+
 /// Asserts a usage error: exit 2 and one line on stderr that starts with `preempt: ` and
 /// contains `needle`.
 fn assert_usage_error(args: &[&str], needle: &str) {
@@ -549,29 +558,21 @@ fn wakeup_measures_every_source_and_skips_gpio_clearly() {
     if !support::can_fifo() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("w.json");
-    let stdout = success_stdout(
-        preempt()
-            .args([
-                "wakeup",
-                "--samples",
-                "200",
-                "--interval",
-                "500",
-                "--load",
-                "idle",
-                "--gpio-chip",
-                "/nonexistent/gpiochip0",
-                "--export-json",
-            ])
-            .arg(&j),
-    );
+    let (stdout, v) = success_with_result_file(&[
+        "wakeup",
+        "--samples",
+        "200",
+        "--interval",
+        "500",
+        "--load",
+        "idle",
+        "--gpio-chip",
+        "/nonexistent/gpiochip0",
+    ]);
     assert!(
         stdout.contains("skipped: no GPIO chip at /nonexistent/gpiochip0"),
         "{stdout}"
     );
-    let v = support::read_json(&j);
     let cases = v["data"]["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 5);
     for c in cases.iter().filter(|c| c["source"] != "gpio") {
@@ -620,25 +621,17 @@ fn break_at_stops_the_run_at_the_first_late_sample() {
     if !support::can_fifo() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let j = dir.path().join("b.json");
     // 1 us is exceeded by (nearly) every wake-up: the run must stop almost at once.
-    let stdout = success_stdout(
-        preempt()
-            .args([
-                "latency",
-                "--loops",
-                "5000",
-                "--cpus",
-                "0",
-                "--break-at",
-                "1",
-                "--export-json",
-            ])
-            .arg(&j),
-    );
+    let (stdout, v) = success_with_result_file(&[
+        "latency",
+        "--loops",
+        "5000",
+        "--cpus",
+        "0",
+        "--break-at",
+        "1",
+    ]);
     assert!(stdout.contains("break-at: thread 0 cycle"), "{stdout}");
-    let v = support::read_json(&j);
     assert_eq!(v["interrupted"], true);
     let b = &v["data"]["break_event"];
     assert!(b["latency_ns"].as_u64().unwrap() > 1_000, "{b}");
