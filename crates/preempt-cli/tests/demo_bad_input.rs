@@ -4,7 +4,8 @@
 //!
 //! The missing-privileges case drops CAP_SYS_NICE from the child's bounding set (`setpriv`)
 //! and sets its RLIMIT_RTPRIO to 0 (`prlimit`), both util-linux, so that it runs as an
-//! unprivileged user's would even here as root; without root it needs neither.
+//! unprivileged user's would even here as root; without root it needs neither. Such a run
+//! leaves an earlier run's files in `--out` as they were.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -173,8 +174,17 @@ fn missing_real_time_privileges_name_cap_sys_nice_rlimit_rtprio_and_soft_mode() 
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    for (name, duration, _) in DEMOS {
+    for (name, duration, stem) in DEMOS {
         let out = dir.path().join(name);
+        // An earlier run's files: a run that cannot start leaves them as they were.
+        std::fs::create_dir_all(&out).unwrap();
+        let earlier = [
+            out.join(format!("{stem}.json")),
+            out.join(format!("{stem}.mcap")),
+        ];
+        for f in &earlier {
+            std::fs::write(f, b"an earlier run").unwrap();
+        }
         let o = demo(
             prefix,
             name,
@@ -193,5 +203,18 @@ fn missing_real_time_privileges_name_cap_sys_nice_rlimit_rtprio_and_soft_mode() 
                 "the controller could not start",
             ],
         );
+        for f in &earlier {
+            assert_eq!(
+                std::fs::read(f).unwrap(),
+                b"an earlier run",
+                "{}",
+                f.display()
+            );
+        }
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "nothing else left in --out: {left:?}");
     }
 }

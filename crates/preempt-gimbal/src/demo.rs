@@ -12,7 +12,10 @@
 //! ```
 //!
 //! Every way out after step 1 finalises the MCAP and writes the JSON: an interrupted run or
-//! a dead plant is marked (`interrupted`, `error`) and keeps what was recorded.
+//! a dead plant is marked (`interrupted`, `error`) and keeps what was recorded. A controller
+//! that cannot start at all (no real-time privileges) leaves DIR as it was: the MCAP is
+//! written as `gimbal.mcap.part` until it is finished, and the JSON is only opened, not
+//! truncated, before the run.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -141,6 +144,30 @@ impl Outputs {
             mcap: dir.join(format!("{stem}.mcap")),
         })
     }
+
+    /// Checks, before anything runs, that the result file can be written, without touching
+    /// an earlier run's (it is opened for appending, created empty if missing; the run
+    /// replaces it at the end). Returns whether it existed, for [`Outputs::abandon`].
+    ///
+    /// # Errors
+    /// The file cannot be opened for writing, naming it.
+    pub fn probe_json(&self) -> Result<bool, String> {
+        let existed = self.json.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.json)
+            .map_err(|e| format!("--out: cannot write {}: {e}", self.json.display()))?;
+        Ok(existed)
+    }
+
+    /// After a run that never started: removes the empty result file [`Outputs::probe_json`]
+    /// created (an earlier run's stays as it was).
+    pub fn abandon(&self, json_existed: bool) {
+        if !json_existed {
+            let _ = std::fs::remove_file(&self.json);
+        }
+    }
 }
 
 /// Runs the demo. `stop` is the caller's Ctrl-C flag. Returns the data (also written to
@@ -154,9 +181,8 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     cfg.validate()?;
     let out = Outputs::prepare(&cfg.out_dir)?;
     let base_ns = clock::now_ns(ClockId::Realtime);
+    let json_existed = out.probe_json()?;
     let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
-    std::fs::write(&out.json, b"{}\n")
-        .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
     let samples = cfg.samples();
     let soft = preempt::soft_requested();
     // Held for the whole run: the controller's CPU must not halt between samples (a halted
@@ -258,13 +284,10 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     let stats = app::stats();
     let stats_json = stats.to_json();
     let explained = preempt::explain::take_outcome();
-    let last_k = records.last().map_or(0, |r| r.k);
-    let _ = sink.tasks(&stats_json, (last_k + 1) * SAMPLE_NS);
-    let counts = sink
-        .finish()
-        .map_err(|e| format!("finishing {}: {e}", out.mcap.display()))?;
-
     if code == 1 && records.is_empty() {
+        // Never started: an earlier run's files in DIR stay as they were.
+        sink.discard();
+        out.abandon(json_existed);
         let why = app::ERROR
             .lock()
             .map(|e| e.clone())
@@ -274,6 +297,11 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
             });
         return Err(why);
     }
+    let last_k = records.last().map_or(0, |r| r.k);
+    let _ = sink.tasks(&stats_json, (last_k + 1) * SAMPLE_NS);
+    let counts = sink
+        .finish()
+        .map_err(|e| format!("finishing {}: {e}", out.mcap.display()))?;
     let mut error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
     if error.is_none() {
         error = write_error;

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mcap::records::{MessageHeader, Metadata};
 use serde::Serialize;
@@ -157,6 +157,10 @@ pub struct Channels<'a> {
 /// chunking), counting the messages written per channel.
 pub struct JsonMcap {
     w: mcap::Writer<BufWriter<File>>,
+    /// The file's name once finished.
+    path: PathBuf,
+    /// Its name while written ([`part_path`]).
+    part: PathBuf,
     channels: Vec<u16>,
     base_ns: u64,
     counts: Vec<u64>,
@@ -179,8 +183,9 @@ impl JsonMcap {
     /// File creation (naming the path) or MCAP header errors; a topic naming a schema
     /// `set` does not have.
     pub fn create(path: &Path, base_ns: u64, set: Channels<'_>) -> io::Result<JsonMcap> {
-        let file = File::create(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+        let part = part_path(path);
+        let file = File::create(&part).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot create {}: {e}", part.display()))
         })?;
         let mut w = mcap::WriteOptions::new()
             .library(set.library)
@@ -203,6 +208,8 @@ impl JsonMcap {
         }
         Ok(JsonMcap {
             w,
+            path: path.to_path_buf(),
+            part,
             counts: vec![0; channels.len()],
             channels,
             base_ns,
@@ -287,10 +294,45 @@ impl JsonMcap {
     ///
     /// # Errors
     /// Write errors.
-    pub fn finish(mut self) -> io::Result<Vec<u64>> {
-        self.w.finish().map_err(err)?;
-        Ok(self.counts)
+    pub fn finish(self) -> io::Result<Vec<u64>> {
+        let JsonMcap {
+            mut w,
+            path,
+            part,
+            counts,
+            ..
+        } = self;
+        w.finish().map_err(err)?;
+        drop(w); // flushes the buffer into the file
+        std::fs::rename(&part, &path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot rename {} to {}: {e}",
+                    part.display(),
+                    path.display()
+                ),
+            )
+        })?;
+        Ok(counts)
     }
+
+    /// Drops the recording of a run that never started: its file is removed and a file of
+    /// the same name from an earlier run, if any, is left as it was.
+    pub fn discard(self) {
+        let part = self.part.clone();
+        drop(self);
+        let _ = std::fs::remove_file(part);
+    }
+}
+
+/// Where a recording to `path` is written until [`JsonMcap::finish`] renames it into place
+/// (`NAME.part` beside it): a run that cannot start, or dies, leaves an earlier run's file
+/// whole.
+pub fn part_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".part");
+    path.with_file_name(name)
 }
 
 /// The gimbal's channels, in [`GIMBAL_CHANNELS`]' order.
@@ -361,6 +403,11 @@ impl McapSink {
     pub fn finish(self) -> io::Result<Counts> {
         self.0.finish().map(|c| Counts::of(&c))
     }
+
+    /// Drops the recording of a run that never started ([`JsonMcap::discard`]).
+    pub fn discard(self) {
+        self.0.discard();
+    }
 }
 
 impl Counts {
@@ -421,6 +468,28 @@ mod tests {
             ]
         );
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn json_mcap_is_written_beside_and_renamed_into_place_or_discarded() {
+        let dir =
+            std::env::temp_dir().join(format!("preempt-jsonmcap-part-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.mcap");
+        std::fs::write(&path, b"an earlier run").unwrap();
+        let part = dir.join("r.mcap.part");
+        assert_eq!(part_path(&path), part);
+        let mut m = JsonMcap::create(&path, 0, SET).unwrap();
+        m.write(0, 0, 0, &1).unwrap();
+        assert!(part.exists());
+        m.discard();
+        assert!(!part.exists());
+        assert_eq!(std::fs::read(&path).unwrap(), b"an earlier run");
+        let m = JsonMcap::create(&path, 0, SET).unwrap();
+        assert_eq!(m.finish().unwrap(), vec![0, 0, 0]);
+        assert!(!part.exists());
+        assert!(std::fs::read(&path).unwrap().starts_with(b"\x89MCAP0\r\n"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! ```
 //!
 //! Every way out after step 1 finalises the MCAP and writes the JSON: an interrupted flight
-//! or a dead simulator is marked (`interrupted`, `error`) and keeps what was recorded.
+//! or a dead simulator is marked (`interrupted`, `error`) and keeps what was recorded. A
+//! controller that cannot start at all leaves DIR as it was (`uav.mcap.part` until the MCAP
+//! is finished; the JSON only opened, not truncated, before the flight).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -159,9 +161,8 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
     let samples = cfg.samples()?;
     let out = Outputs::prepare_named(&cfg.out_dir, "uav")?;
     let base_ns = clock::now_ns(ClockId::Realtime);
+    let json_existed = out.probe_json()?;
     let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
-    std::fs::write(&out.json, b"{}\n")
-        .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))?;
     let soft = preempt::soft_requested();
 
     sink.describe(&[
@@ -244,15 +245,17 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         let flags = p.bus.map.load_u64(preempt_gimbal::frame::STAT_FLAGS);
         (c, flags & crate::sim::FLAG_CRASHED != 0, p.stop().err())
     };
-    sink.finish()
-        .map_err(|e| format!("finishing {}: {e}", out.mcap.display()))?;
-
     let app_error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
     if code == 1 && records.is_empty() {
+        // Never started: an earlier flight's files in DIR stay as they were.
+        sink.discard();
+        out.abandon(json_existed);
         return Err(app_error.unwrap_or_else(|| {
             "the controller could not start (see the message above: real-time privileges, or PREEMPT_SOFT=1)".into()
         }));
     }
+    sink.finish()
+        .map_err(|e| format!("finishing {}: {e}", out.mcap.display()))?;
     let mut error = app_error.or(write_error);
     if let Some(e) = sim_error {
         error.get_or_insert(format!("stopping the simulator: {e}"));

@@ -137,6 +137,11 @@ impl McapSink {
     pub fn finish(self) -> io::Result<[u64; 2]> {
         self.0.finish().map(|c| counts(&c))
     }
+
+    /// Drops the recording of a flight that never started ([`JsonMcap::discard`]).
+    pub fn discard(self) {
+        self.0.discard();
+    }
 }
 
 fn counts(c: &[u64]) -> [u64; 2] {

@@ -236,6 +236,8 @@ pub fn explain(tids: &[i32]) -> ExplainResult {
                         cause(CauseKind::IdleExit, "idle state exit", None, 2_000),
                         cause(CauseKind::Irq, "LOC local_timer", None, 4_000),
                         cause(CauseKind::Wakeup, "idle to task switch", None, 11_000),
+                        // The trace lost part of this window: the bar is marked.
+                        cause(CauseKind::Lost, "events lost (trace buffer overrun)", None, 150_000),
                     ],
                     Some(10_000_000),
                 ),
@@ -243,6 +245,7 @@ pub fn explain(tids: &[i32]) -> ExplainResult {
             let explanations = windows
                 .into_iter()
                 .map(|(cycle, causes, steal_ns)| {
+                    let covered = !causes.iter().any(|c| c.kind == CauseKind::Lost);
                     let e = Explanation {
                         cpu,
                         release_ns: cycle * 1_000_000,
@@ -250,7 +253,7 @@ pub fn explain(tids: &[i32]) -> ExplainResult {
                         causes,
                         steal_ns,
                         steal_span_ns: steal_ns.map(|_| 50_000_000),
-                        covered: true,
+                        covered,
                         segments: Vec::new(),
                     };
                     let s = ExplainedSample::new(cycle, &e);
