@@ -124,11 +124,18 @@ fn check_prints_every_item_and_exit_code_follows_failures() {
         assert_eq!(ns("wakeups_per_mode"), 300, "{w}");
         assert_eq!(ns("period_ns"), 1_000_000, "{w}");
         assert!(ns("idle_p50_ns") > 0 && ns("polling_p50_ns") > 0, "{w}");
+        // The difference is taken over the wake-ups that came from a halt when there are
+        // enough of them (>= 30), else over all of them.
+        let from = w["halted_p50_ns"].as_u64().unwrap_or(ns("idle_p50_ns"));
         assert_eq!(
             w["extra_ns"].as_i64().unwrap(),
-            ns("idle_p50_ns") as i64 - ns("polling_p50_ns") as i64,
+            from as i64 - ns("polling_p50_ns") as i64,
             "{w}"
         );
+        if let Some(halted) = w["halted_wakeups"].as_u64() {
+            assert!(halted <= 300, "{w}");
+            assert_eq!(w["halted_p50_ns"].is_null(), halted < 30, "{w}");
+        }
         let cpu = ns("cpu");
         assert!(
             preempt_io::sys::cpu::online_cpus()

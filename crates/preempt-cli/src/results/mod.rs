@@ -360,9 +360,15 @@ pub struct IdleWakeup {
     pub wakeups_per_mode: u64,
     /// Median wake-up latency with the idle states free.
     pub idle_p50_ns: u64,
+    /// How many of the idle-states wake-ups came from a halting state (the CPU entered one
+    /// while the thread slept, from cpuidle's counters); `null` without cpuidle.
+    pub halted_wakeups: Option<u64>,
+    /// Median of those wake-ups; `null` below 30 of them.
+    pub halted_p50_ns: Option<u64>,
     /// Median wake-up latency with `/dev/cpu_dma_latency` held at 0 (the CPU polls).
     pub polling_p50_ns: u64,
-    /// `idle_p50_ns - polling_p50_ns`: what a wake-up from idle costs.
+    /// What a wake-up from idle costs: `halted_p50_ns - polling_p50_ns`, or
+    /// `idle_p50_ns - polling_p50_ns` without enough halted wake-ups.
     pub extra_ns: i64,
     /// Entries of the probed CPU into idle states other than polling during the idle-states
     /// blocks (about one per wake-up when the CPU halts); `null` without cpuidle.
