@@ -12,24 +12,7 @@ use std::time::Duration;
 
 #[path = "support/child.rs"]
 mod child_process;
-use child_process::{run_with_watchdog, soft_unless_privileged};
-
-fn example(name: &str) -> PathBuf {
-    // target/<profile>/deps/examples_output-<hash> -> target/<profile>/examples/<name>
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run the whole suite (`cargo test -p preempt`), which builds the examples",
-        path.display()
-    );
-    path
-}
+use child_process::{example, run_with_watchdog, soft_unless_privileged};
 
 fn example_command(name: &str, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(example(name));

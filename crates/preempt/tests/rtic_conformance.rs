@@ -239,20 +239,7 @@ const EXAMPLES: &[(&str, Expect)] = &[
 ];
 
 fn binary() -> PathBuf {
-    // target/<profile>/deps/rtic_conformance-<hash> -> target/<profile>/examples/rtic_conformance
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("examples")
-        .join("rtic_conformance");
-    assert!(
-        path.exists(),
-        "{} is missing: run the whole suite (`cargo test -p preempt`), which builds the examples",
-        path.display()
-    );
-    path
+    child_process::example("rtic_conformance")
 }
 
 fn sorted(lines: &str) -> Vec<&str> {

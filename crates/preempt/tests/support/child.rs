@@ -18,6 +18,25 @@ use std::time::{Duration, Instant};
 /// The environment variable that names the app a re-executed test binary runs.
 pub(crate) const CHILD_ENV: &str = "PREEMPT_TEST_CHILD";
 
+/// The path of the example binary `name` built beside this test binary
+/// (`target/<profile>/deps/<test>-<hash>` -> `target/<profile>/examples/<name>`); a missing one
+/// fails the test with how to build it.
+pub(crate) fn example(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the whole suite (`cargo test -p preempt`), which builds the examples",
+        path.display()
+    );
+    path
+}
+
 /// Whether this process may run SCHED_FIFO threads up to `max_priority` and lock its memory.
 pub(crate) fn privileged(max_priority: u8) -> bool {
     use preempt_io::sys::{caps, limits};
