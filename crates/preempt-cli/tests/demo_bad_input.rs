@@ -126,12 +126,12 @@ fn bad_values_are_usage_errors_naming_the_flag_and_the_accepted_forms() {
         (
             "uav",
             &["--duration", "10ms"],
-            &["--duration 0.01: expected 0.1 to 3600 seconds"],
+            &["--duration 0.01 s: expected 0.1 s to 3600 s (e.g. 5s, 500ms)"],
         ),
         (
             "gimbal",
             &["--duration", "1ms"],
-            &["--duration 0.001: expected 0.01 to 3600 seconds"],
+            &["--duration 0.001 s: expected 0.01 s to 3600 s (e.g. 5s, 500ms)"],
         ),
         (
             "gimbal",

@@ -367,8 +367,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
                 },
             })
         },
-        explain_skipped: explained.as_ref().and_then(|o| o.as_ref().err().cloned()),
-        explain: explained.and_then(Result::ok),
+        explained: result::ExplainOutcome::of(explained),
     };
     write_json(&out.json, &data)?;
     Ok((data, out))

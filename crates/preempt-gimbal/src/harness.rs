@@ -46,7 +46,7 @@ pub fn check_duration(duration_s: f64, min_s: f64) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "--duration {duration_s}: expected {min_s} to 3600 seconds"
+            "--duration {duration_s} s: expected {min_s} s to 3600 s (e.g. 5s, 500ms)"
         ))
     }
 }

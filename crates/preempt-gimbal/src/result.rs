@@ -242,7 +242,24 @@ pub struct GimbalData {
     /// `{"error": ..}`).
     #[serde(default)]
     pub rta: serde_json::Value,
-    /// Why the controller's deadline misses were late, from the kernel trace (`--explain` /
+    /// Why the controller's deadline misses were late (`explain`, `explain_skipped`).
+    #[serde(flatten)]
+    pub explained: ExplainOutcome,
+}
+
+impl GimbalData {
+    /// What the run found about why its deadline misses were late, or why it could not say;
+    /// `None` when explaining was not asked.
+    pub fn explain_summary(&self) -> Option<String> {
+        self.explained.summary()
+    }
+}
+
+/// A demo's explain outcome (the gimbal's run, each UAV flight), flattened into its result
+/// as the fields `explain` and `explain_skipped`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExplainOutcome {
+    /// Why the app's deadline misses were late, from the kernel trace (`--explain` /
     /// `PREEMPT_EXPLAIN=1` and a usable tracefs): per task its explained misses, the run's
     /// top causes (the app statistics' `explain` object, docs/results-schema.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -252,25 +269,30 @@ pub struct GimbalData {
     pub explain_skipped: Option<String>,
 }
 
-impl GimbalData {
-    /// What the run found about why its deadline misses were late (at most eight lines), or
-    /// why it could not say; `None` when explaining was not asked.
-    pub fn explain_summary(&self) -> Option<String> {
-        explain_summary(self.explain.as_ref(), self.explain_skipped.as_deref())
+impl ExplainOutcome {
+    /// Of [`preempt::explain::take_outcome`]'s answer.
+    pub fn of(outcome: Option<Result<preempt::explain::Report, String>>) -> ExplainOutcome {
+        match outcome {
+            Some(Ok(report)) => ExplainOutcome {
+                explain: Some(report),
+                explain_skipped: None,
+            },
+            Some(Err(why)) => ExplainOutcome {
+                explain: None,
+                explain_skipped: Some(why),
+            },
+            None => ExplainOutcome::default(),
+        }
     }
-}
 
-/// A demo's explain outcome for its terminal summary (the gimbal's run, each UAV flight):
-/// the report's top causes (at most six lines), or why the misses were not explained;
-/// `None` when explaining was not asked.
-pub fn explain_summary(
-    explain: Option<&preempt::explain::Report>,
-    skipped: Option<&str>,
-) -> Option<String> {
-    match (explain, skipped) {
-        (Some(report), _) => Some(report.summary()),
-        (None, Some(why)) => Some(format!("deadline misses not explained: {why}\n")),
-        (None, None) => None,
+    /// For the terminal summary: the report's top causes, or why the misses were not
+    /// explained; `None` when explaining was not asked.
+    pub fn summary(&self) -> Option<String> {
+        match (&self.explain, &self.explain_skipped) {
+            (Some(report), _) => Some(report.summary()),
+            (None, Some(why)) => Some(format!("deadline misses not explained: {why}\n")),
+            (None, None) => None,
+        }
     }
 }
 
@@ -426,6 +448,29 @@ pub fn cpu_per_sample(real: &[SampleRecord]) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_explain_outcome_is_flattened_into_the_result() {
+        let mut d = GimbalData {
+            explained: ExplainOutcome::of(Some(Err("kernel tracing unavailable".into()))),
+            ..GimbalData::default()
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["explain_skipped"], "kernel tracing unavailable");
+        assert!(
+            v.get("explain").is_none() && v.get("explained").is_none(),
+            "{v}"
+        );
+        assert_eq!(serde_json::from_value::<GimbalData>(v).unwrap(), d);
+        d.explained = ExplainOutcome::of(Some(Ok(preempt::explain::Report::default())));
+        let v = serde_json::to_value(&d).unwrap();
+        assert!(
+            v["explain"].is_object() && v.get("explain_skipped").is_none(),
+            "{v}"
+        );
+        assert_eq!(serde_json::from_value::<GimbalData>(v).unwrap(), d);
+        assert_eq!(ExplainOutcome::of(None).summary(), None);
+    }
 
     fn rec(k: u64, pan: f64) -> SampleRecord {
         SampleRecord {

@@ -278,8 +278,7 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         telemetry_lost: lost,
         sim: counters,
         rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),
-        explain_skipped: explained.as_ref().and_then(|o| o.as_ref().err().cloned()),
-        explain: explained.and_then(Result::ok),
+        explained: result::ExplainOutcome::of(explained),
         ..FlightCell::default()
     };
     result::fill_quality(&mut cell, &cfg.mission, &records, &reference);

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use preempt_gimbal::result::TimeSummary;
+pub use preempt_gimbal::result::{ExplainOutcome, TimeSummary};
 use preempt_gimbal::spawn::PlantCounters;
 
 use crate::control::{Mission, PERIOD_S};
@@ -120,25 +120,9 @@ pub struct FlightCell {
     pub rtio_backend: String,
     /// Per-step series (kept in single-flight files and for the matrix's worst cell).
     pub series: Option<Series>,
-    /// Why the control task's deadline misses were late, from the kernel trace (`--explain`
-    /// / `PREEMPT_EXPLAIN=1` and a usable tracefs): per task its explained misses, the
-    /// flight's top causes (the app statistics' `explain` object, docs/results-schema.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explain: Option<preempt::explain::Report>,
-    /// Why explaining was asked but the misses were not explained (tracefs unusable, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explain_skipped: Option<String>,
-}
-
-impl FlightCell {
-    /// What the flight found about why its deadline misses were late (at most six lines),
-    /// or why it could not say; `None` when explaining was not asked.
-    pub fn explain_summary(&self) -> Option<String> {
-        preempt_gimbal::result::explain_summary(
-            self.explain.as_ref(),
-            self.explain_skipped.as_deref(),
-        )
-    }
+    /// Why the control task's deadline misses were late (`explain`, `explain_skipped`).
+    #[serde(flatten)]
+    pub explained: ExplainOutcome,
 }
 
 /// Quality of `flight` against `reference` (matched by step number) into `cell`.

@@ -421,13 +421,13 @@ fn print(d: &UavData, out: &mut impl Write) -> Result<()> {
 /// (the cell's main cause, or why its misses were not explained).
 fn print_explained(d: &UavData, out: &mut impl Write) -> Result<()> {
     if let [c] = d.cells.as_slice() {
-        if let Some(s) = c.explain_summary() {
+        if let Some(s) = c.explained.summary() {
             write!(out, "{s}")?;
         }
         return Ok(());
     }
     for c in &d.cells {
-        let line = match (&c.explain, &c.explain_skipped) {
+        let line = match (&c.explained.explain, &c.explained.explain_skipped) {
             (Some(x), _) => {
                 let top =
                     preempt_trace::summary_lines(&x.top_causes, x.explained as usize, "misses", 1);

@@ -10,7 +10,7 @@ use super::html::{Cell, num, table, td};
 use super::plots::{self, Line};
 use crate::results::input::Input;
 use preempt_gimbal::control::{AXES, SAMPLE_S, Steps};
-use preempt_gimbal::result::GimbalData;
+use preempt_gimbal::result::{ExplainOutcome, GimbalData};
 
 /// Shown before each step in its response plot, ms.
 const BEFORE_STEP_MS: f64 = 20.0;
@@ -183,8 +183,7 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
         b,
         &i.label,
         &format!("gimbal controller, {}", i.label),
-        d.explain.as_ref(),
-        d.explain_skipped.as_deref(),
+        &d.explained,
     )?;
     rta(b, d);
     Ok(())
@@ -197,12 +196,11 @@ pub(super) fn explained(
     b: &mut Builder,
     label: &str,
     subject: &str,
-    x: Option<&preempt::explain::Report>,
-    skipped: Option<&str>,
+    outcome: &ExplainOutcome,
 ) -> anyhow::Result<()> {
-    if let Some(x) = x {
+    if let Some(x) = &outcome.explain {
         super::explain::app_section(b, label, subject, x)?;
-    } else if let Some(why) = skipped {
+    } else if let Some(why) = &outcome.explain_skipped {
         b.p(&format!(
             "Deadline misses not explained ({subject}): {why}."
         ));

@@ -136,8 +136,7 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &UavData) -> Result<()> {
                 "UAV control task, {} stress {}, {}",
                 c.policy, c.stress, i.label
             ),
-            c.explain.as_ref(),
-            c.explain_skipped.as_deref(),
+            &c.explained,
         )?;
     }
     // The runtime's exact summary (no quartiles: the box is absent, the median a line).
