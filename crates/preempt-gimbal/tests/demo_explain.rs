@@ -120,9 +120,9 @@ fn demo_explain_names_the_hog_that_made_samples_miss() {
     // Ten stalls of 5 ms, among the explanations kept (the longest delays): at least half of
     // those over 3 ms name the hog (by pid, its comm in the name) as their main cause, as
     // `thread gimbal-hog` (it held the CPU while the task was runnable) or `invisible ..
-    // while gimbal-hog ran` (the task's wake-up was not seen before it ended). Not all: on
-    // this loaded 2-CPU machine the 10 kHz app's trace loses events, and a window whose
-    // events were lost is charged to the thread last seen on the CPU.
+    // while gimbal-hog ran` (the task's wake-up was not seen before it ended). Not all: on a
+    // loaded 2-CPU machine the 10 kHz app's trace can still lose events, and the time of a
+    // window inside a lost stretch is charged to `lost`, not to the hog.
     let hog_tid = tid.load(Ordering::Acquire);
     let stalls: Vec<&serde_json::Value> = explained
         .iter()

@@ -425,6 +425,43 @@ mod tests {
         assert!(err.contains(&format!("no run #{a}")), "{err}");
     }
 
+    /// A run recorded when it was made, and its exported file imported later, are one run:
+    /// a float read back must be the f64 that was written (serde_json's `float_roundtrip`;
+    /// its default parser gave 96.72843267127536 for this one, so the import was accepted as
+    /// a second run).
+    #[test]
+    fn an_imported_file_with_floats_is_the_run_already_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = History::open(&dir.path().join("h.sqlite")).unwrap();
+        let file = ResultFile::new(
+            SysInfo::default(),
+            RunResult::Check(CheckReport {
+                items: vec![],
+                idle_wakeup: Some(crate::results::IdleWakeup {
+                    cpu: 1,
+                    period_ns: 1_000_000,
+                    wakeups_per_mode: 300,
+                    idle_p50_ns: 39_295,
+                    halted_wakeups: Some(300),
+                    halted_p50_ns: Some(39_295),
+                    polling_p50_ns: 18_527,
+                    extra_ns: 20_768,
+                    idle_halts: Some(316),
+                    polling_halts: Some(0),
+                    idle_cpu_idle_pct: Some(96.728_432_671_275_37),
+                    polling_cpu_idle_pct: Some(95.437_280_541_814_3),
+                    dma_latency_found_us: 2_000_000_000,
+                }),
+            }),
+        );
+        let a = db.record(&file, None).unwrap();
+        let exported = serde_json::to_string_pretty(&file).unwrap();
+        let imported: ResultFile = serde_json::from_str(&exported).unwrap();
+        assert_eq!(imported, file, "the floats read back are the ones written");
+        let twice = db.record(&imported, None).unwrap_err().to_string();
+        assert!(twice.contains(&format!("as run #{a}")), "{twice}");
+    }
+
     #[test]
     fn a_newer_database_is_refused() {
         let dir = tempfile::tempdir().unwrap();
