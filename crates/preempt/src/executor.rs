@@ -744,7 +744,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let missed = deadline.is_some_and(|d| end_ns > d);
         if missed && crate::explain::active() {
             let (tid, cpu) = self.ident.get();
-            crate::explain::note_miss(tc.name, release_ns, start_ns, tid, cpu);
+            crate::explain::note_miss(self.priority, tc.name, release_ns, start_ns, tid, cpu);
         }
         if traced {
             sim::trace(TraceEvent::End {
@@ -1112,7 +1112,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                         // The dropped releases missed their deadlines without running: why
                         // the executor got to the first of them only now.
                         let (tid, cpu) = self.ident.get();
-                        crate::explain::note_miss(tc.name, pending, now, tid, cpu);
+                        crate::explain::note_miss(self.priority, tc.name, pending, now, tid, cpu);
                     }
                     if sim::active() {
                         for k in 0..due.skipped {

@@ -8,11 +8,14 @@
 //! executor that sees a job miss its deadline, or drops overrun releases of an
 //! `on_miss = Skip` task (their deadlines passed unrun; one note per run of dropped
 //! releases, from the first of them to the moment the executor got to the task), notes
-//! `(task, release, start, tid, cpu)` in a preallocated log (a `try_lock` and a push within
-//! capacity: no allocation, no blocking; a note that finds the log busy or full is counted
-//! as dropped). The log holds 10 passes of the app's release rate (sized once the
-//! periods are known, before the executors start). Every 100 ms the
-//! explain thread swaps the log for an empty one and asks the session why each job started
+//! `(task, release, start, tid, cpu)` in its own preallocated note log (`src/note_log.rs`: a
+//! `try_lock` and a push within capacity: no allocation, no blocking, no system call; a note
+//! that finds the log busy or full is counted as dropped). Each executor has its log (one per
+//! priority level), holding 10 passes of that executor's own tasks' release rate (sized once
+//! the periods are known, before the executors start): executors that miss at the same
+//! instant, as a host stall makes them, never contend for one log. Every 100 ms the explain thread
+//! swaps each executor's log in turn for an empty one (allocated beforehand: a note can only
+//! find its log busy for the few ns of that swap) and asks the session why each job started
 //! only at `start` instead of `release`: the causes (irq, softirq, another thread, the wake-up
 //! path, idle exit, timer, lost, invisible) add up to that delay. The job's own execution
 //! after its start is in the task statistics (execution, preemption), not here.
@@ -30,7 +33,7 @@
 //!
 //! Without tracefs or the right to use it the app runs without explanations and says why.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -39,21 +42,23 @@ use preempt_io::sys::cpu;
 use preempt_trace::{Explanation, Loss, Options, Session, TopCause, Window};
 
 use crate::level::Executable;
+use crate::note_log::NoteLog;
 use serde::{Deserialize, Serialize};
 
 /// The environment variable that turns explaining on for any app (`1`).
 pub const EXPLAIN_ENV: &str = "PREEMPT_EXPLAIN";
 
-/// Fewest notes kept between two passes of the explain thread (an app whose release rate is
-/// unknown: software and hardware tasks only).
+/// Fewest notes an executor's log keeps between two passes of the explain thread (an
+/// executor whose release rate is unknown: software and hardware tasks only).
 const LOG_MIN_CAPACITY: usize = 1024;
-/// The log holds this many passes' worth of the app's releases: the explain thread takes the
+/// An executor's log holds this many passes' worth of its tasks' releases: the explain thread takes the
 /// notes late next to a load, and its own pass (explaining a pass of 1 000 misses) can take longer than the interval, and
 /// with a margin of 4 a debug build at 10 kHz of misses dropped notes now and then (2 of
 /// 10 000 in one of six runs of `tests/runtime_explain.rs`); 10 passes, one second of
 /// releases, is 400 KB of notes at 10 kHz. A note that does not fit is counted and reported.
 const LOG_MARGIN: u64 = 10;
-/// Most notes kept (≈ 48 MiB of notes: a million releases per second over the margin).
+/// Most notes an executor's log keeps (≈ 48 MiB of notes: a million releases per second over
+/// the margin).
 const LOG_MAX_CAPACITY: usize = 1 << 20;
 /// Explanations kept per task (the longest delays; the rest only count in `top_causes`).
 const KEEP_PER_TASK: usize = 100;
@@ -62,14 +67,17 @@ const EXPLAIN_CHUNK: usize = 256;
 /// How often the explain thread takes the notes.
 const PASS_EVERY: Duration = Duration::from_millis(100);
 
+/// Note logs, one per priority level 0..=99 (the macro's range): an app has one executor per
+/// level, so each executor notes into its own log.
+const LEVELS: usize = 100;
+
 static ACTIVE: AtomicBool = AtomicBool::new(false);
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-static LOG: Mutex<Vec<Miss>> = Mutex::new(Vec::new());
+/// The executors' note logs, by priority level ([`log_of`]).
+static LOGS: [NoteLog<Miss>; LEVELS] = [const { NoteLog::new() }; LEVELS];
 /// [`request`]: explain the next app started in this process.
 static REQUESTED: AtomicBool = AtomicBool::new(false);
-/// The log's capacity for this run ([`size_log`]); the explain thread gives its own batch
-/// that capacity before swapping it with the log, so the log keeps it.
-static CAPACITY: AtomicUsize = AtomicUsize::new(LOG_MIN_CAPACITY);
+/// The logs' capacity in all for this run ([`size_log`]), for the report.
+static CAPACITY: AtomicUsize = AtomicUsize::new(0);
 /// The last run's outcome, for [`take_outcome`].
 static OUTCOME: Mutex<Option<Result<Report, String>>> = Mutex::new(None);
 
@@ -109,12 +117,21 @@ pub(crate) fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Notes a deadline miss of `task` (called by the executor that ran the job, on its thread
-/// `tid`; `cpu` is the executor's CPU when its affinity is one CPU). No system call: the
-/// executor read `tid` and its affinity at start, and an unpinned executor's CPU comes from
-/// `sched_getcpu`, which glibc answers from the rseq area or the vDSO.
+/// The note log of the executor of priority `level` (a level past 99, which the macro does
+/// not allow, shares the last log: still correct, only more likely to find it busy).
+fn log_of(level: u8) -> &'static NoteLog<Miss> {
+    debug_assert!(usize::from(level) < LEVELS, "priority {level} past 99");
+    &LOGS[usize::from(level).min(LEVELS - 1)]
+}
+
+/// Notes a deadline miss of `task` in the log of the executor of priority `level` (called by
+/// that executor, which ran the job, on its thread `tid`; `cpu` is the executor's CPU when
+/// its affinity is one CPU). No system call: the executor read `tid` and its affinity at
+/// start, an unpinned executor's CPU comes from `sched_getcpu`, which glibc answers from the
+/// rseq area or the vDSO, and the log's lock is only ever tried ([`NoteLog`]).
 #[cold]
 pub(crate) fn note_miss(
+    level: u8,
     task: &'static str,
     release_ns: u64,
     start_ns: u64,
@@ -128,12 +145,13 @@ pub(crate) fn note_miss(
         tid,
         cpu: cpu.unwrap_or_else(|| cpu::current_cpu().unwrap_or(usize::MAX)),
     };
-    match LOG.try_lock() {
-        Ok(mut log) if log.len() < log.capacity() => log.push(miss),
-        _ => {
-            DROPPED.fetch_add(1, Ordering::Relaxed);
-        }
-    }
+    // Dropped (busy or full): counted in the log, reported as `dropped_notes`.
+    let _ = log_of(level).note(miss);
+}
+
+/// Notes dropped over the run, every executor's log together.
+fn dropped_notes() -> u64 {
+    LOGS.iter().map(NoteLog::dropped).sum()
 }
 
 /// Explanations of one task's misses.
@@ -183,11 +201,12 @@ pub struct Report {
     /// their `covered` is false and the time is charged to `lost`).
     #[serde(default)]
     pub partly_traced: u64,
-    /// Misses never noted because the note log was full or busy when they happened (counted
-    /// in `unexplained` too). Any: the explanations are partial.
+    /// Misses never noted because the executor's note log was full or busy when they happened
+    /// (counted in `unexplained` too). Any: the explanations are partial.
     #[serde(default)]
     pub dropped_notes: u64,
-    /// The note log's capacity (notes between two passes of the explain thread).
+    /// The note logs' capacity, every executor's together (notes between two passes of the
+    /// explain thread).
     #[serde(default)]
     pub log_capacity: u64,
     /// What the trace lost over the run (events overwritten before the reader took them).
@@ -225,7 +244,8 @@ impl Report {
         }
         if self.dropped_notes > 0 {
             out.push_str(&format!(
-                "  {} misses not noted (the note log of {} was full or busy): not explained\n",
+                "  {} misses not noted (the note logs, {} notes in all, were full or busy): not \
+                 explained\n",
                 self.dropped_notes, self.log_capacity
             ));
         }
@@ -277,9 +297,12 @@ pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
             return None;
         }
     };
-    CAPACITY.store(LOG_MIN_CAPACITY, Ordering::Relaxed);
-    reserve_log(LOG_MIN_CAPACITY);
-    DROPPED.store(0, Ordering::Relaxed);
+    // Every log empty and of capacity 0 (no executor notes before `size_log` sized its log),
+    // its dropped notes forgotten, its memory of an earlier run freed.
+    for log in &LOGS {
+        log.reset(0);
+    }
+    CAPACITY.store(0, Ordering::Relaxed);
     ACTIVE.store(true, Ordering::Release);
     let stop = Arc::new(AtomicBool::new(false));
     let thread = {
@@ -308,23 +331,37 @@ pub(crate) fn start(app: &str, configured: bool) -> Option<Explainer> {
     }
 }
 
-/// Gives the note log room for every release of the app's tasks over [`LOG_MARGIN`] passes
-/// of the explain thread (called once the tasks' periods are set, before the executors
-/// start: the executors never allocate to note a miss). Tasks without a period or declared
-/// minimum inter-arrival time add nothing; the log holds at least [`LOG_MIN_CAPACITY`].
+/// Gives each executor's note log room for every release of its tasks over [`LOG_MARGIN`]
+/// passes of the explain thread (called once the tasks' periods are set, before the
+/// executors start: the executors never allocate to note a miss). Tasks without a period or
+/// declared minimum inter-arrival time add nothing; each log holds at least
+/// [`LOG_MIN_CAPACITY`].
 pub(crate) fn size_log(executors: &[&dyn Executable]) {
     if !active() {
         return;
     }
-    let per_second: u64 = executors
-        .iter()
-        .flat_map(|e| e.tasks())
-        .filter_map(|t| t.period_ns().or_else(|| t.declared_interarrival_ns()))
-        .map(|ns| 1_000_000_000u64.div_ceil(ns.max(1)))
-        .sum();
-    let capacity = log_capacity(per_second);
-    CAPACITY.store(capacity, Ordering::Relaxed);
-    reserve_log(capacity);
+    // Releases per second by log (executors sharing a log, which only a priority past 99
+    // would make, share its room too).
+    let mut per_second = [None::<u64>; LEVELS];
+    for e in executors {
+        let rate: u64 = e
+            .tasks()
+            .iter()
+            .filter_map(|t| t.period_ns().or_else(|| t.declared_interarrival_ns()))
+            .map(|ns| 1_000_000_000u64.div_ceil(ns.max(1)))
+            .sum();
+        let slot = &mut per_second[usize::from(e.priority()).min(LEVELS - 1)];
+        *slot = Some(slot.unwrap_or(0).saturating_add(rate));
+    }
+    let mut total = 0usize;
+    for (log, rate) in LOGS.iter().zip(per_second) {
+        if let Some(rate) = rate {
+            let capacity = log_capacity(rate);
+            log.reset(capacity);
+            total = total.saturating_add(capacity);
+        }
+    }
+    CAPACITY.store(total, Ordering::Relaxed);
 }
 
 /// Notes for `per_second` releases over [`LOG_MARGIN`] passes, at least [`LOG_MIN_CAPACITY`].
@@ -339,12 +376,6 @@ fn log_capacity(per_second: u64) -> usize {
         .clamp(LOG_MIN_CAPACITY, LOG_MAX_CAPACITY)
 }
 
-fn reserve_log(capacity: usize) {
-    let mut log = LOG.lock().unwrap_or_else(PoisonError::into_inner);
-    let more = capacity.saturating_sub(log.len());
-    log.reserve_exact(more);
-}
-
 impl Explainer {
     /// Explains the last notes, removes the trace instance and returns the report (also
     /// kept for [`take_outcome`]).
@@ -353,7 +384,7 @@ impl Explainer {
         self.stop.store(true, Ordering::Release);
         self.thread.thread().unpark();
         let report = self.thread.join().unwrap_or_else(|_| {
-            let dropped = DROPPED.load(Ordering::Relaxed);
+            let dropped = dropped_notes();
             Report {
                 unexplained: dropped,
                 dropped_notes: dropped,
@@ -384,21 +415,53 @@ fn keep_longest(kept: &mut Vec<Explained>, e: Explained) {
 }
 
 fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
-    let mut per_task: Vec<(&'static str, u64, Vec<Explained>)> = Vec::new();
-    let mut all: Vec<Explanation> = Vec::new();
-    let mut unexplained = 0u64;
-    let mut partly_traced = 0u64;
-    let mut batch: Vec<Miss> = Vec::new();
+    let mut tally = Tally::default();
+    // One batch per log: each takes its log's place with that log's room (kept from pass to
+    // pass, so after the first pass no batch allocates).
+    let mut batches: Vec<Vec<Miss>> = std::iter::repeat_with(Vec::new).take(LEVELS).collect();
     loop {
         let last = stop.load(Ordering::Acquire);
-        // The batch (empty) takes the log's place with the same room: the lock is held for a
-        // swap, so an executor noting a miss meanwhile rarely finds it busy.
-        let capacity = CAPACITY.load(Ordering::Relaxed);
-        batch.reserve_exact(capacity.saturating_sub(batch.len()));
-        std::mem::swap(
-            &mut *LOG.lock().unwrap_or_else(PoisonError::into_inner),
-            &mut batch,
-        );
+        // Each executor's log in turn: its lock is held for a swap, so an executor noting a
+        // miss meanwhile rarely finds it busy, and never because of another executor. (Logs
+        // of levels the app does not have are empty, of capacity 0: a swap of two empty
+        // vectors.)
+        for (log, batch) in LOGS.iter().zip(&mut batches) {
+            log.take(batch);
+        }
+        // A task's misses all come from its executor's log, in the order they were noted.
+        for batch in &mut batches {
+            tally.explain(&session, batch);
+        }
+        if last {
+            break;
+        }
+        std::thread::park_timeout(PASS_EVERY);
+    }
+    let trace_loss = session.loss();
+    if let Err(e) = session.finish() {
+        eprintln!("preempt: {e}");
+    }
+    tally.report(trace_loss)
+}
+
+/// What the explain thread found so far.
+#[derive(Default)]
+struct Tally {
+    /// Per task: its misses so far and the explanations kept ([`keep_longest`]).
+    per_task: Vec<(&'static str, u64, Vec<Explained>)>,
+    /// Every explanation, without its segments (for `top_causes`).
+    all: Vec<Explanation>,
+    unexplained: u64,
+    partly_traced: u64,
+}
+
+impl Tally {
+    /// Asks the session why each miss of `batch` was late and adds the answers up; leaves
+    /// `batch` empty, with its room.
+    fn explain(&mut self, session: &Session, batch: &mut Vec<Miss>) {
+        if batch.is_empty() {
+            return;
+        }
         let windows: Vec<(usize, Window)> = batch
             .iter()
             .map(|m| {
@@ -419,17 +482,17 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
             .chunks(EXPLAIN_CHUNK)
             .flat_map(|chunk| session.explain_all(chunk));
         for (m, res) in batch.drain(..).zip(results) {
-            let slot = match per_task.iter().position(|(t, _, _)| *t == m.task) {
+            let slot = match self.per_task.iter().position(|(t, _, _)| *t == m.task) {
                 Some(i) => i,
                 None => {
-                    per_task.push((m.task, 0, Vec::new()));
-                    per_task.len() - 1
+                    self.per_task.push((m.task, 0, Vec::new()));
+                    self.per_task.len() - 1
                 }
             };
-            let (_, count, kept) = &mut per_task[slot];
+            let (_, count, kept) = &mut self.per_task[slot];
             match res {
                 Ok(ex) => {
-                    partly_traced += u64::from(!ex.covered);
+                    self.partly_traced += u64::from(!ex.covered);
                     keep_longest(
                         kept,
                         Explained {
@@ -441,42 +504,39 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
                             covered: ex.covered,
                         },
                     );
-                    all.push(Explanation {
+                    self.all.push(Explanation {
                         segments: Vec::new(),
                         ..ex
                     });
                 }
-                Err(_) => unexplained += 1,
+                Err(_) => self.unexplained += 1,
             }
             *count += 1;
         }
-        if last {
-            break;
+    }
+
+    /// The run's report, once every log was taken for the last time.
+    fn report(self, trace_loss: Loss) -> Report {
+        let dropped_notes = dropped_notes();
+        let unexplained = self.unexplained + dropped_notes;
+        Report {
+            top_causes: preempt_trace::top_causes(&self.all),
+            explained: self.all.len() as u64,
+            unexplained,
+            partly_traced: self.partly_traced,
+            dropped_notes,
+            log_capacity: CAPACITY.load(Ordering::Relaxed) as u64,
+            trace_loss: Some(trace_loss),
+            partial: unexplained + self.partly_traced > 0,
+            tasks: self
+                .per_task
+                .into_iter()
+                .map(|(task, _, explanations)| TaskExplanations {
+                    task: task.to_string(),
+                    explanations,
+                })
+                .collect(),
         }
-        std::thread::park_timeout(PASS_EVERY);
-    }
-    let trace_loss = session.loss();
-    if let Err(e) = session.finish() {
-        eprintln!("preempt: {e}");
-    }
-    let dropped_notes = DROPPED.load(Ordering::Relaxed);
-    let unexplained = unexplained + dropped_notes;
-    Report {
-        top_causes: preempt_trace::top_causes(&all),
-        explained: all.len() as u64,
-        unexplained,
-        partly_traced,
-        dropped_notes,
-        log_capacity: CAPACITY.load(Ordering::Relaxed) as u64,
-        trace_loss: Some(trace_loss),
-        partial: unexplained + partly_traced > 0,
-        tasks: per_task
-            .into_iter()
-            .map(|(task, _, explanations)| TaskExplanations {
-                task: task.to_string(),
-                explanations,
-            })
-            .collect(),
     }
 }
 
@@ -523,7 +583,9 @@ mod tests {
         );
         assert!(text.contains("4 stretches, 12.5 ms"), "{text}");
         assert!(
-            text.contains("2 misses not noted (the note log of 4000 was full or busy)"),
+            text.contains(
+                "2 misses not noted (the note logs, 4000 notes in all, were full or busy)"
+            ),
             "{text}"
         );
     }

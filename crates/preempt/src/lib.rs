@@ -154,6 +154,14 @@ mod loom;
 pub mod metrics;
 #[cfg(not(loom))]
 pub mod mono;
+#[cfg_attr(
+    loom,
+    allow(
+        dead_code,
+        reason = "under loom only its model uses it, the explainer is not compiled"
+    )
+)]
+mod note_log;
 #[cfg(not(loom))]
 pub mod periodic;
 #[cfg(not(loom))]

@@ -150,7 +150,7 @@ fn a_miss_caused_by_a_higher_priority_task_names_its_executor() {
     assert_eq!(top["name"], "preempt-p5", "{top}");
 }
 
-/// Issue 13: the note log is sized from the app's release rate; at 10 kHz with every job late
+/// Issue 13: the note logs are sized from the executors' release rates; at 10 kHz with every job late
 /// for a second, no miss is dropped unnoted (the fixed 1024-note log dropped them).
 #[test]
 fn a_10_khz_app_missing_every_deadline_drops_no_notes() {

@@ -163,13 +163,13 @@ pub(super) fn app_section(
     if x.partial {
         b.p(&format!(
             "PARTIAL: {} of {} explained misses only partly traced (events lost), {} misses \
-             not noted (the note log of {} was full or busy), {} not explained.",
+             not noted (the note logs, {} notes in all, were full or busy), {} not explained.",
             x.partly_traced, x.explained, x.dropped_notes, x.log_capacity, x.unexplained
         ));
     }
     b.p(&format!(
         "{} deadline misses explained from the kernel trace, {} not explained (no longer in \
-         the trace history, or not noted: {} while the note log was full). A miss is a job \
+         the trace history, or not noted: {} while their note log was full or busy). A miss is a job \
          that ended after its deadline, or a run of releases dropped unrun (on_miss = Skip): \
          its delay runs from the (first) release to the moment the job could start. {}",
         x.explained,
