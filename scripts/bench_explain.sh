@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Cost of `preempt latency --explain` (issue 13, item 5): the p50/p99 wake-up latency with and
-# without kernel tracing, alternated in one session on the same CPU.
+# without kernel tracing, alternated in one session on the same CPUs.
 #
-# Runs PAIRS pairs of `preempt latency` (default app and flags: SCHED_FIFO 80, 1000 us
-# interval, memory locked, cpu_dma_latency held at 0), one plain and one with `--explain`,
+# Runs PAIRS pairs of `preempt latency` (default flags: every online CPU measured and traced,
+# SCHED_FIFO 80, 1000 us interval, memory locked, cpu_dma_latency held at 0; or one CPU with
+# the trace reader kept off it), one plain and one with `--explain`,
 # swapping the order in every other pair so that a slow drift of the machine (other load,
 # thermal) falls on both. Prints each run, the medians over the pairs, and the headline: the
 # p50 and p99 of all wake-ups of each variant pooled (the runs' histograms merged), their
@@ -15,14 +16,16 @@
 # Usage: scripts/bench_explain.sh [PAIRS] [SECONDS] [CPU]
 #   PAIRS    alternating pairs (default 8)
 #   SECONDS  length of each run (default 5)
-#   CPU      measured CPU (default: the last online CPU)
+#   CPU      measured CPU, or `all` (default: all, which is `preempt latency` without -a)
 # Needs root (SCHED_FIFO, tracefs).
 # Environment: PREEMPT=path to the preempt binary (default: build it in release mode).
 set -euo pipefail
 
 PAIRS=${1:-8}
 SECS=${2:-5}
-CPU=${3:-$(( $(nproc) - 1 ))}
+CPU=${3:-all}
+cpu_args=()
+[[ $CPU == all ]] || cpu_args=(-a "$CPU")
 
 if [[ -z "${PREEMPT:-}" ]]; then
     cargo build --release -q -p preempt-cli --bin preempt
@@ -35,13 +38,13 @@ echo "# $(uname -srvm)"
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs"
 echo "# preempt $("$PREEMPT" --version | cut -d' ' -f2), $(rustc --version 2>/dev/null || echo 'rustc ?')"
 echo "# command: scripts/bench_explain.sh $PAIRS $SECS $CPU"
-echo "# each run: $PREEMPT latency -D ${SECS}s -a $CPU [--explain]"
+echo "# each run: $PREEMPT latency -D ${SECS}s ${cpu_args[*]} [--explain]"
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 one() { # variant pair
     local extra=()
     [[ $1 == explain ]] && extra=(--explain)
-    "$PREEMPT" latency -D "${SECS}s" -a "$CPU" --no-progress --no-history "${extra[@]}" \
+    "$PREEMPT" latency -D "${SECS}s" "${cpu_args[@]}" --no-progress --no-history "${extra[@]}" \
         --export-json "$work/$1-$2.json" >/dev/null 2>"$work/$1-$2.err" || {
         echo "bench_explain: the $1 run of pair $2 failed:" >&2
         cat "$work/$1-$2.err" >&2
