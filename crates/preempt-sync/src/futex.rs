@@ -418,8 +418,22 @@ mod model {
         }
     }
 
-    /// Model of `FUTEX_UNLOCK_PI`: hand over to the oldest waiter (the kernel picks the
-    /// highest-priority one; loom threads have no priority) with `WAITERS` set, or free it.
+    /// Loom only: [`unlock_pi`] hands over to the newest waiter instead of the oldest. The
+    /// kernel picks the highest-priority waiter (FIFO among equals); loom threads have no
+    /// priority, so models run once with each order to cover both ends of the queue.
+    #[doc(hidden)]
+    pub static HAND_OVER_TO_NEWEST: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+
+    /// Loom only: how many threads sleep on `word` now (in [`lock_pi`] or [`wait`]).
+    #[doc(hidden)]
+    pub fn sleepers(word: &AtomicU32) -> usize {
+        let queue = QUEUE.lock().unwrap();
+        queue.iter().filter(|s| s.addr == addr(word)).count()
+    }
+
+    /// Model of `FUTEX_UNLOCK_PI`: hand over to the oldest waiter (or the newest, see
+    /// [`HAND_OVER_TO_NEWEST`]) with `WAITERS` set, or free it.
     pub fn unlock_pi(word: &AtomicU32) -> io::Result<()> {
         let me = current_tid();
         let mut queue = QUEUE.lock().unwrap();
@@ -427,7 +441,13 @@ mod model {
         if cur & TID_MASK != me {
             return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
-        match queue.iter().position(|s| s.addr == addr(word)) {
+        let mine = |s: &Sleeper| s.addr == addr(word);
+        let pick = if HAND_OVER_TO_NEWEST.load(std::sync::atomic::Ordering::Relaxed) {
+            queue.iter().rposition(mine)
+        } else {
+            queue.iter().position(mine)
+        };
+        match pick {
             Some(i) => {
                 let s = queue.remove(i);
                 word.store(s.tid | WAITERS, SeqCst);

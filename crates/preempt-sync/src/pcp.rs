@@ -34,16 +34,16 @@
 //! | word                | bits                                   | written by                         |
 //! |---------------------|----------------------------------------|------------------------------------|
 //! | `owner[c]` (PI)     | [`TID_MASK`]: holder tid, 0 = free; [`WAITERS`]: kernel, threads sleep on it | CAS by the claimer; kernel on hand-over |
-//! | `placeholder[c]`    | `true`: the owner got `owner[c]` by kernel hand-over and has not committed it | the owner of `owner[c]` only |
 //! | `arbiter` (PI)      | tid of the thread in the slow path, 0 = free | CAS / kernel                  |
 //! | `max_ceiling`       | highest ceiling locked so far (bounds every scan) | `fetch_max`, once per new ceiling |
+//! | `intents`           | list of `(tid, level)`: "`tid` sleeps for `level`", one node on each sleeping slow-path thread's stack | the arbiter's holder only |
 //!
 //! | `owner[c]` state    | value            | meaning for other threads' PCP test                   |
 //! |---------------------|------------------|-------------------------------------------------------|
 //! | free                | `0`              | level not held                                        |
 //! | held                | `tid`            | held (committed) or being claimed: blocks             |
 //! | held, contended     | `tid \| WAITERS` | as above; its release must call `FUTEX_UNLOCK_PI`     |
-//! | placeholder         | `tid [\| WAITERS]`, `placeholder[c]` | handed over, not committed: ignored by the slow-path test |
+//! | handed over         | `tid [\| WAITERS]` and `(tid, c)` in `intents` | the kernel gave `c` to a thread that only waited for it, not committed: ignored by the slow-path test |
 //!
 //! ## Fast path (`#[inline]`, no system call)
 //!
@@ -57,7 +57,8 @@
 //! Unlock: CAS `owner[c]` `me -> 0`; if that fails the kernel set `WAITERS`:
 //! `FUTEX_UNLOCK_PI` hands the level to the highest-priority waiter. Uncontended
 //! lock + unlock is therefore one CAS each, like a bare PI futex, plus a few loads of one
-//! cache line.
+//! cache line. The fast path never reads `intents`: to it every holder is visible, which
+//! can only send it to the slow path, never let it through wrongly.
 //!
 //! Steps 3-4 are a Dekker pattern: of two threads that claim concurrently, the one whose
 //! claim is later in the `SeqCst` order sees the other's claim in its re-check. Both may
@@ -65,72 +66,106 @@
 //! loads and RMWs as `AcqRel`, so under `cfg(loom)` a `SeqCst` fence marks these points;
 //! see `crate::loom::seqcst_order_point`.)
 //!
-//! ## Slow path (`#[cold]`)
+//! ## Slow path (`#[cold]`): rounds under the arbiter, intents published by waiters
 //!
 //! The `arbiter` PI futex serialises slow-path decisions, and every fast-path re-check
 //! fails while it is held, so the arbiter's view can only change by releases and by fast
-//! claims it then sees. Holding the arbiter, a thread:
-//! - looks for a level in `p..=max_ceiling` held by another thread (ignoring
-//!   placeholders) and otherwise claims `owner[c]`;
-//! - on success commits (clears its placeholder flag) and releases the arbiter;
-//! - otherwise releases its claim/placeholder and the arbiter, and sleeps in
-//!   `FUTEX_LOCK_PI` on the blocking level. The kernel hands that level over when its
-//!   holder unlocks; if it is our own level `c` we keep it as a placeholder, otherwise we
-//!   release it at once. Then it retries.
+//! claims it then sees. A slow-path *round*, holding the arbiter:
+//! 1. unlink our intent, if linked (from the previous round);
+//! 2. look for a level in `p..=max_ceiling` other than `c` held by another thread whose
+//!    `(tid, level)` is *not* in `intents`; if there is none and we do not own `c` yet,
+//!    claim `owner[c]` by CAS (a failed CAS makes `c` itself the blocking level);
+//! 3. no blocking level: *commit* (we own `c`, and with our intent unlinked every scan
+//!    sees it), release the arbiter, done;
+//! 4. otherwise release `c` if we own it uncommitted, **link our intent `(me, level)`**,
+//!    release the arbiter and sleep in `FUTEX_LOCK_PI` on `owner[level]`, lending our
+//!    priority to its holder. The kernel hands `level` to its top waiter when the holder
+//!    unlocks. If `level == c` we keep it (uncommitted) for the next round, otherwise we
+//!    release it at once (we only *relayed* it). Next round.
+//!
+//! Why the waiter publishes, and before it sleeps: the kernel hands a PI futex over inside
+//! the holder's `FUTEX_UNLOCK_PI`, with no user-space step in between, so only a record
+//! that exists before the waiter can receive the level makes the new owner invisible from
+//! the instant it owns it. And only the waiter knows it waits: a releaser cannot tell
+//! whether its `FUTEX_UNLOCK_PI` will find a waiter, so a mark it set could outlive the
+//! call and hide a thread that later commits the level. An intent is removed by its own
+//! thread under the arbiter, at its next round, before that thread can commit anything.
+//! Relays are made *invisible*, not "sticky" (linux-rtic's `pcp-mutex` keeps a relayed
+//! level marked until its holder passes it on, which still cycles with three threads on
+//! two levels).
 //!
 //! # Why it works
 //!
 //! *Mutual exclusion* does not depend on priorities: a resource of ceiling `c` is only
 //! touched by the owner of `owner[c]`, and a per-mutex flag (written only by that owner)
 //! rejects re-entrant locking of one mutex. Wrong `priority` arguments can therefore cost
-//! liveness, never memory safety.
+//! liveness, never memory safety. Intents never affect mutual exclusion: they only make
+//! the slow path's *PCP test* ignore a holder, and that holder still owns the futex word.
 //!
 //! *No deadlock* (priorities passed correctly, `priority <= ceiling`). Order the threads
-//! that hold levels by the time they acquired their first held level. When `B` started
-//! after `A`, all of `A`'s levels were below `p_B` and stay so (`A` cannot acquire new
-//! levels while `B` holds levels `>= p_B > A's levels >= p_A`). So only the latest holder
-//! (or a thread above every held level) can acquire, and the latest holder is never
-//! blocked: it always finishes its critical sections, and the system drains.
+//! that hold levels *committed* by the time they acquired their first committed level.
+//! When `B` started after `A`, all of `A`'s levels were below `p_B` and stay so (`A` cannot
+//! acquire new levels while `B` holds levels `>= p_B > A's levels >= p_A`). So only the
+//! latest holder (or a thread above every held level) can acquire, and the latest holder is
+//! never blocked: it always finishes its critical sections, and the system drains.
+//! Uncommitted owners (a level received by hand-over) need nothing to give it back: a relay
+//! releases at once, and an own-level owner needs only the arbiter, whose holder never
+//! sleeps while holding it.
 //!
-//! *No livelock, also with every thread pinned to one CPU* (but see "Known defect" below:
-//! two threads blocked by one level can pass it between them). Nothing ever spins: every
-//! wait is a kernel sleep with priority inheritance on a word owned by the thread that
-//! must act next, so that thread runs. No thread sleeps on a *level* while it holds the
-//! arbiter or an uncommitted claim; the only wait with an uncommitted claim (a placeholder
-//! of one's own level) is for the arbiter, whose holder never sleeps before releasing it.
-//! A slow-path round ends with a commit, or with sleeping on a level
-//! whose owner is (a) committed, whose release is progress, (b) a fast-path claimer
-//! between claim and re-check, which either commits or backs off into the slow path (one
-//! fast attempt per lock call), or (c) a thread holding it uncommitted, which releases it
-//! before its next sleep. Placeholders are invisible to slow-path tests, so two slow-path
-//! threads never take turns blocking each other on hand-overs.
+//! *Intent lemma.* Under the arbiter, a thread `T` owns a level `l` uncommitted only if
+//! `(T, l)` is in `intents`. Proof: `T` comes to own `l` uncommitted in two ways. (i) By a
+//! CAS in its own round under the arbiter: that round ends with a commit (no longer
+//! uncommitted) or with releasing `l` before the arbiter, so no other arbiter holder sees
+//! it. (ii) By the kernel's hand-over (or `wait_level`'s CAS on a free word) of a level
+//! `T` sleeps for: `T` linked `(T, l)` under the arbiter *before* sleeping, and unlinks it
+//! only in its next round, under the arbiter, which it reaches after releasing a relayed
+//! `l` or while still owning its own `l` (then it commits or releases `l` before the
+//! arbiter again). So every holder that a slow-path scan *sees* (not in `intents`) is
+//! (a) committed, or (b) a fast-path claimer between its claim and its re-check.
 //!
-//! # Known defect: a livelock of the slow path (found 2026-11-25, not fixed)
+//! *Progress (no livelock), also with every thread pinned to one CPU.* Nothing ever spins:
+//! every wait is a kernel sleep with priority inheritance on a word owned by the thread
+//! that must act next, so that thread runs. A round ends with a commit or with a sleep on
+//! a level held (a) committed: it is released when that critical section ends, which is
+//! progress; (b) by a fast-path claimer: it commits (then (a)) or backs off within the same
+//! lock call, one fast attempt per call; or (c) our own level `c` held uncommitted by a
+//! thread with an intent, which releases it without waiting for anything but the arbiter.
+//! Waking up, a thread either relays (releases at once) or keeps its own level; neither
+//! makes it visible to others' scans, so two woken threads never block each other on
+//! levels they only relayed: the cycle "H1 sees H2 holding the relayed `l`, sleeps on it;
+//! H2 releases it to H1, sees H1 holding it, sleeps..." cannot start, because the scan
+//! skips the relayed holder. Hence the rounds of one lock call are bounded by the critical
+//! sections that end, plus the fast-path back-offs, plus the hand-overs of its own level,
+//! during the call: with `n` threads each taking one lock (the loom models), at most `2n`.
 //!
-//! The argument above misses one case. Two threads, `H1` and `H2`, are blocked by the same
-//! level `l` of another thread and both sleep on `owner[l]`. When the holder of `l` releases
-//! it, the kernel hands it to `H1`. `H1` releases it at once, and the kernel hands it to
-//! `H2`. Meanwhile `H1` takes the arbiter, sees `H2` hold `l` (not a placeholder), and
-//! sleeps on it again. `H2` then does the same. The two pass `l` back and forth for as long
-//! as the timing repeats, and the lower-priority waiters on `l` never get it.
+//! *Bounded blocking.* On one CPU this is the original PCP: a task is blocked by at most
+//! one critical section of one lower-priority task, for the length of that critical section
+//! plus the hand-over (`FUTEX_UNLOCK_PI`, a context switch and the waiter's return from
+//! `FUTEX_LOCK_PI`). `tests/pcp_blocking_bound.rs` measures it. On several CPUs preempt
+//! guarantees mutual exclusion, deadlock freedom and progress as above, and the kernel's
+//! priority inheritance makes the blocking thread run at the blocked one's priority, but
+//! not PCP's single-blocking bound: tasks on other CPUs may hold and take levels
+//! concurrently, so a task can wait for critical sections of several lower tasks (one per
+//! CPU), and a ceiling blocks a task on another CPU even when no resource is shared. This
+//! is why multiprocessor variants exist (MPCP, MSRP); for a hard bound, pin the tasks that
+//! share a group of resources to one CPU.
 //!
-//! How it shows: `tests/pcp_stress.rs` `random_nested_orders_many_threads` (six SCHED_FIFO
-//! threads, four priorities) hung in about 1 run in 10 on the 2-vCPU VM. `strace` of a hung
-//! run shows the two highest threads alternating `FUTEX_LOCK_PI2` and `FUTEX_UNLOCK_PI` on one
-//! level, and the two lowest asleep in `futex_lock_pi` on it. That test is `#[ignore]`d
-//! until this is fixed.
+//! # How it is checked
 //!
-//! The fix must make a thread that receives a level it only waited for invisible to
-//! slow-path tests from the moment of the hand-over, not from its wake-up. Two quick
-//! attempts failed the stress test, so neither was kept:
-//! - marking that thread as a placeholder after it woke: the other thread still saw the
-//!   level held in the meantime;
-//! - having the releaser mark it before `FUTEX_UNLOCK_PI`: this broke the own-level
-//!   placeholder logic.
-//!
-//! Loom checks mutual exclusion, the ceiling rule and deadlock freedom of two threads and
-//! two mutexes taken in opposite orders (`tests/loom_pcp.rs`); `tests/pcp_stress.rs` runs
-//! real SCHED_FIFO threads, also all pinned to CPU 0.
+//! Loom (`tests/loom_pcp.rs`) checks mutual exclusion, the ceiling rule and deadlock freedom
+//! of two threads and two mutexes taken in opposite orders, and progress with two threads
+//! blocked by one level (one that only relays it, and one that also waits for its own
+//! level), with the futex model handing over to the oldest and to the newest waiter. Under
+//! loom, `lock_slow` asserts at every sleep that the blocking holder committed or
+//! fast-claimed that level (never one that only waited for it) and that no lock call takes
+//! more than `ROUND_LIMIT` rounds. Both failed on the previous algorithm (per-level
+//! "placeholder" flags set by the woken thread itself), which livelocked: two threads
+//! blocked by one level passed it between them for ever (about 1 run in 10 of the random
+//! nested-order stress test; every run of the relay scenario of `tests/pcp_progress.rs`).
+//! `tests/pcp_stress.rs` runs real SCHED_FIFO threads, also all pinned to CPU 0;
+//! `tests/pcp_progress.rs` reproduces the two-waiter scenarios deterministically on one CPU
+//! under a watchdog; `scripts/stress_pcp.sh` repeats the random nested-order stress test
+//! in fresh processes (CI runs it 200 times; figures in docs/PERFORMANCE.md).
 //!
 //! # Example
 //!
@@ -155,12 +190,19 @@
 
 use crate::futex::{self, TID_MASK, WAITERS};
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
+use crate::loom::sync::atomic::{AtomicU32, Ordering, fence};
 
 /// Loom-only event log of the slow path, printed by the loom tests when a model fails.
 #[cfg(loom)]
 #[doc(hidden)]
 pub static TRACE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Loom only: the most slow-path rounds one lock call may take before the model fails
+/// (0 = unchecked). A livelock is an unbounded number of rounds; the loom tests set this to
+/// twice their thread count (see "Bounded rounds" in the module docs).
+#[cfg(loom)]
+#[doc(hidden)]
+pub static ROUND_LIMIT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 macro_rules! trace {
     ($($arg:tt)*) => {
@@ -179,6 +221,41 @@ macro_rules! trace {
 pub const MAX_CEILING: u8 = if cfg!(loom) { 7 } else { 99 };
 const LEVELS: usize = MAX_CEILING as usize + 1;
 
+/// A waiter's published intent: "thread `tid` sleeps for level `level` (and may own it
+/// uncommitted)". Lives on the waiter's stack for one `lock_slow` call; linked into
+/// [`PcpGroup::intents`] while the thread waits. Every field is read and written only by
+/// the holder of the group's arbiter.
+struct Intent {
+    tid: u32,
+    level: UnsafeCell<usize>,
+    next: UnsafeCell<*const Intent>,
+}
+
+/// Loom only: which threads ever held each level legitimately in this model run (committed
+/// it, or claimed it on the fast path), recorded beside the real state and checked at every
+/// slow-path sleep (see "Why it works"). A set rather than the current holder because
+/// loom's `SeqCst` loads may return a value older than the latest release (loom models them
+/// as acquire loads), so a scan may see a holder that has just released. Plain `std` types:
+/// loom runs one thread at a time, and these are not part of the algorithm.
+#[cfg(loom)]
+struct Shadow {
+    legit: [std::sync::Mutex<Vec<u32>>; LEVELS],
+}
+
+#[cfg(loom)]
+impl Shadow {
+    fn record(&self, l: usize, tid: u32) {
+        let mut v = self.legit[l].lock().unwrap();
+        if !v.contains(&tid) {
+            v.push(tid);
+        }
+    }
+
+    fn legit(&self, l: usize, tid: u32) -> bool {
+        self.legit[l].lock().unwrap().contains(&tid)
+    }
+}
+
 /// The shared PCP state of one group of resources (see the [module docs](self)).
 ///
 /// Resources in different groups never block each other; put resources in one group when
@@ -194,9 +271,23 @@ pub struct PcpGroup {
     max_ceiling: AtomicU32,
     /// `owner[c]`: PI futex word naming the holder of ceiling level `c`.
     owner: [AtomicU32; LEVELS],
-    /// `placeholder[c]`: the owner got `owner[c]` by hand-over and has not committed it.
-    placeholder: [AtomicBool; LEVELS],
+    /// Head of the list of published [`Intent`]s of sleeping slow-path threads. Read and
+    /// written only by the holder of `arbiter`.
+    intents: UnsafeCell<*const Intent>,
+    #[cfg(loom)]
+    shadow: Shadow,
 }
+
+// SAFETY: every field but `intents` is an atomic. `intents`, and the `Intent` nodes it
+// links (on the stacks of threads inside `lock_slow`), are only accessed by the thread that
+// holds the group's `arbiter` PI futex, whose acquisition (CAS `SeqCst` or the kernel's
+// hand-over followed by a `SeqCst` fence) and release (`Release` CAS or
+// `FUTEX_UNLOCK_PI`) order those accesses; a node stays linked only while its thread is
+// inside `lock_slow`, whose frame outlives the link (see `IntentGuard`).
+unsafe impl Sync for PcpGroup {}
+// SAFETY: as for `Sync`; the list is empty whenever no thread is inside `lock_slow`, and
+// moving a group requires that no thread borrows it.
+unsafe impl Send for PcpGroup {}
 
 impl PcpGroup {
     /// A group with nothing held. `const`, so it can live in a `static`.
@@ -206,7 +297,7 @@ impl PcpGroup {
             arbiter: AtomicU32::new(0),
             max_ceiling: AtomicU32::new(0),
             owner: [const { AtomicU32::new(0) }; LEVELS],
-            placeholder: [const { AtomicBool::new(false) }; LEVELS],
+            intents: UnsafeCell::new(core::ptr::null()),
         }
     }
 
@@ -217,7 +308,10 @@ impl PcpGroup {
             arbiter: AtomicU32::new(0),
             max_ceiling: AtomicU32::new(0),
             owner: core::array::from_fn(|_| AtomicU32::new(0)),
-            placeholder: core::array::from_fn(|_| AtomicBool::new(false)),
+            intents: UnsafeCell::new(core::ptr::null()),
+            shadow: Shadow {
+                legit: core::array::from_fn(|_| std::sync::Mutex::new(Vec::new())),
+            },
         }
     }
 
@@ -230,6 +324,13 @@ impl PcpGroup {
             .load(Ordering::Relaxed)
             & TID_MASK;
         (tid != 0).then_some(tid)
+    }
+
+    /// Loom only: how many threads sleep in the kernel (model) on level `ceiling`.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn sleepers(&self, ceiling: u8) -> usize {
+        futex::sleepers(&self.owner[usize::from(ceiling)])
     }
 
     /// Makes every later scan (of a claim ordered after ours) cover level `c`.
@@ -246,8 +347,9 @@ impl PcpGroup {
         self.max_ceiling.fetch_max(c32, Ordering::SeqCst);
     }
 
-    /// First level in `p..=max` other than `c` that another thread holds. In the slow
-    /// path (`skip_placeholders`) levels held as uncommitted placeholders do not count.
+    /// First level in `p..=max` other than `c` that another thread holds, with its holder's
+    /// tid. `visible` filters the holders that count: every holder on the fast path, the
+    /// ones without a published intent for that level in the slow path.
     #[inline(always)]
     fn conflict(
         &self,
@@ -255,26 +357,89 @@ impl PcpGroup {
         c: usize,
         max: usize,
         me: u32,
-        order: Ordering,
-        skip_placeholders: bool,
-    ) -> Option<usize> {
+        visible: impl Fn(u32, usize) -> bool,
+    ) -> Option<(usize, u32)> {
         let end = max.min(LEVELS - 1);
         // A plain loop: `RangeInclusive::find` does not inline (measured 9% of the
         // uncontended lock in `perf`), and this runs twice per uncontended lock.
         let mut l = p;
         while l <= end {
             if l != c {
-                let tid = self.owner[l].load(order) & TID_MASK;
-                if tid != 0
-                    && tid != me
-                    && !(skip_placeholders && self.placeholder[l].load(Ordering::Relaxed))
-                {
-                    return Some(l);
+                let tid = self.owner[l].load(Ordering::SeqCst) & TID_MASK;
+                if tid != 0 && tid != me && visible(tid, l) {
+                    return Some((l, tid));
                 }
             }
             l += 1;
         }
         None
+    }
+
+    /// Whether thread `tid` published an intent for `level`: it owns that level, if at all,
+    /// only by the kernel's hand-over of a level it waited for, uncommitted.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the arbiter.
+    unsafe fn intends(&self, tid: u32, level: usize) -> bool {
+        // SAFETY: the caller holds the arbiter, which guards `intents` and every linked
+        // node; linked nodes are alive (their threads are inside `lock_slow`).
+        let mut node = self.intents.with(|head| unsafe { *head });
+        while !node.is_null() {
+            // SAFETY: as above: `node` is linked, hence alive, and guarded by the arbiter.
+            let n = unsafe { &*node };
+            // SAFETY: as above.
+            if n.tid == tid && n.level.with(|l| unsafe { *l }) == level {
+                return true;
+            }
+            // SAFETY: as above.
+            node = n.next.with(|next| unsafe { *next });
+        }
+        false
+    }
+
+    /// Links `intent`, for `level`, at the head of the list.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the arbiter; `intent` is not linked and stays alive (and in place)
+    /// until [`unlink`](Self::unlink)ed.
+    unsafe fn link(&self, intent: &Intent, level: usize) {
+        // SAFETY: the caller holds the arbiter, which guards the list and `intent`'s fields.
+        unsafe {
+            intent.level.with_mut(|l| *l = level);
+            let head = self.intents.with(|h| *h);
+            intent.next.with_mut(|n| *n = head);
+            self.intents.with_mut(|h| *h = intent);
+        }
+    }
+
+    /// Removes `intent` from the list.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the arbiter and `intent` is linked.
+    unsafe fn unlink(&self, intent: &Intent) {
+        let target: *const Intent = intent;
+        // SAFETY: the caller holds the arbiter, which guards the list; every node reached
+        // from the head is linked, hence alive.
+        unsafe {
+            let next = intent.next.with(|n| *n);
+            if self.intents.with(|h| *h) == target {
+                self.intents.with_mut(|h| *h = next);
+                return;
+            }
+            let mut node = self.intents.with(|h| *h);
+            while !node.is_null() {
+                let n = &*node;
+                if n.next.with(|x| *x) == target {
+                    n.next.with_mut(|x| *x = next);
+                    return;
+                }
+                node = n.next.with(|x| *x);
+            }
+        }
+        unreachable!("unlinking a PCP intent that is not linked");
     }
 
     /// Acquires level `c` for a thread of priority `p`. Returns `false` if the thread
@@ -309,14 +474,14 @@ impl PcpGroup {
         {
             return false;
         }
+        #[cfg(loom)]
+        self.shadow.record(c, me);
         crate::loom::seqcst_order_point();
         // Re-check after the claim (Dekker): `max` is re-read so that a level registered
         // by a thread whose claim precedes ours is covered.
         let max = self.max_ceiling.load(Ordering::SeqCst) as usize;
         if self.arbiter.load(Ordering::SeqCst) == 0
-            && self
-                .conflict(p, c, max, me, Ordering::SeqCst, false)
-                .is_none()
+            && self.conflict(p, c, max, me, |_, _| true).is_none()
         {
             return true;
         }
@@ -327,41 +492,90 @@ impl PcpGroup {
     #[cold]
     #[inline(never)]
     fn lock_slow(&self, p: usize, c: usize, me: u32) {
+        let intent = Intent {
+            tid: me,
+            level: UnsafeCell::new(0),
+            next: UnsafeCell::new(core::ptr::null()),
+        };
+        let mut guard = IntentGuard {
+            group: self,
+            intent: &intent,
+            me,
+            linked: false,
+        };
         // Whether we own `owner[c]` uncommitted (claimed under the arbiter or handed over).
         let mut holding = false;
+        #[cfg(loom)]
+        let mut rounds = 0usize;
         loop {
             self.lock_arbiter(me);
+            #[cfg(loom)]
+            {
+                rounds += 1;
+                let limit = ROUND_LIMIT.load(std::sync::atomic::Ordering::Relaxed);
+                assert!(
+                    limit == 0 || rounds <= limit,
+                    "{me}: {rounds} slow-path rounds for one lock (limit {limit}): livelock"
+                );
+            }
+            if guard.linked {
+                // SAFETY: we hold the arbiter and our intent is linked.
+                unsafe { self.unlink(&intent) };
+                guard.linked = false;
+            }
             let max = self.max_ceiling.load(Ordering::SeqCst) as usize;
-            let mut blocker = self.conflict(p, c, max, me, Ordering::SeqCst, true);
+            let visible = |tid, l| {
+                // SAFETY: we hold the arbiter.
+                unsafe { !self.intends(tid, l) }
+            };
+            let mut blocker = self.conflict(p, c, max, me, visible);
             if blocker.is_none() && !holding {
                 match self.owner[c].compare_exchange(0, me, Ordering::SeqCst, Ordering::Relaxed) {
                     Ok(_) => holding = true,
-                    Err(_) => blocker = Some(c),
+                    Err(_) => blocker = Some((c, 0)),
                 }
             }
             trace!("{me}: slow p={p} c={c} holding={holding} blocker={blocker:?}");
-            let Some(level) = blocker else {
-                // Commit: from now on other slow-path tests see our level.
-                self.placeholder[c].store(false, Ordering::Relaxed);
+            let Some((level, _holder)) = blocker else {
+                // Commit: our level is visible to every scan from now on.
+                #[cfg(loom)]
+                self.shadow.record(c, me);
                 self.unlock_arbiter(me);
                 return;
             };
+            #[cfg(loom)]
+            self.assert_may_sleep_on(level, _holder, c, me);
             if holding {
-                self.placeholder[c].store(false, Ordering::Relaxed);
                 self.release(c, me);
                 holding = false;
             }
+            // Publish the intent before the level can be handed to us: from the kernel's
+            // hand-over until our next round, other slow-path scans ignore our ownership.
+            // SAFETY: we hold the arbiter; `intent` is unlinked, lives on this frame until
+            // the guard unlinks it, and does not move.
+            unsafe { self.link(&intent, level) };
+            guard.linked = true;
             self.unlock_arbiter(me);
             // Sleep, lending our priority to the holder of `level`, until it is handed over.
             self.wait_level(level, me);
             trace!("{me}: got level {level}");
             if level == c {
-                self.placeholder[c].store(true, Ordering::Relaxed);
                 holding = true;
             } else {
                 self.release(level, me);
             }
         }
+    }
+
+    /// Loom only: the slow path sleeps only on a committed holder, on a fast-path claimer
+    /// inside its window, or on its own level (see [`Shadow`] for why "ever held").
+    #[cfg(loom)]
+    fn assert_may_sleep_on(&self, level: usize, holder: u32, c: usize, me: u32) {
+        assert!(
+            level == c || self.shadow.legit(level, holder),
+            "{me}: sleeps on level {level} held by {holder}, which never committed it nor \
+             claimed it on the fast path: it only waited for it"
+        );
     }
 
     /// Takes `owner[level]`: user-space CAS if free, else `FUTEX_LOCK_PI`.
@@ -427,6 +641,34 @@ impl PcpGroup {
     fn release_slow(&self, c: usize) {
         if let Err(e) = futex::unlock_pi(&self.owner[c]) {
             futex::unexpected("FUTEX_UNLOCK_PI on a PCP level", e);
+        }
+    }
+}
+
+/// Unlinks a slow-path thread's [`Intent`] if `lock_slow` unwinds while it is linked (a
+/// futex call failed: a bug), so that no other thread ever reads the dead frame.
+struct IntentGuard<'a> {
+    group: &'a PcpGroup,
+    intent: &'a Intent,
+    me: u32,
+    linked: bool,
+}
+
+impl Drop for IntentGuard<'_> {
+    fn drop(&mut self) {
+        if !self.linked {
+            return;
+        }
+        let held = self.group.arbiter.load(Ordering::SeqCst) & TID_MASK == self.me;
+        if !held {
+            // A second failure here panics during unwinding, which aborts: better than
+            // leaving a dangling node for other threads to read.
+            self.group.lock_arbiter(self.me);
+        }
+        // SAFETY: we hold the arbiter and the intent is linked.
+        unsafe { self.group.unlink(self.intent) };
+        if !held {
+            self.group.unlock_arbiter(self.me);
         }
     }
 }

@@ -7,7 +7,7 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use loom::thread;
-use preempt_sync::event::Event;
+use preempt_sync::event::{Event, Woke};
 use preempt_sync::pcp::{PcpGroup, PcpMutex};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -136,9 +136,7 @@ fn higher_priority_not_blocked_by_lower_ceiling() {
         };
         // Hold `low` until the priority-3 thread finished: if it were blocked by our
         // level, both would sleep and loom would report the deadlock.
-        low.lock(1, |_| {
-            while done.wait_until(None) != preempt_sync::event::Woke::Notified {}
-        });
+        low.lock(1, |_| while done.wait_until(None) != Woke::Notified {});
         t.join().unwrap();
     });
 }
@@ -178,4 +176,73 @@ fn three_threads_two_levels() {
         assert_eq!(a.lock(2, |a| *a), 3);
         assert_eq!(b.lock(2, |b| *b), 2);
     });
+}
+
+/// Runs `f` as a model twice: the futex model hands a PI word over to the oldest waiter,
+/// then to the newest (the kernel picks by priority; loom threads have none). Every
+/// slow-path lock may take at most `2 * threads` rounds: more is a livelock.
+fn model_both_hand_over_orders(threads: usize, f: impl Fn() + Sync + Send + Clone + 'static) {
+    use std::sync::atomic::Ordering::Relaxed;
+    preempt_sync::pcp::ROUND_LIMIT.store(2 * threads, Relaxed);
+    for newest in [false, true] {
+        preempt_sync::futex::HAND_OVER_TO_NEWEST.store(newest, Relaxed);
+        model(f.clone());
+    }
+    preempt_sync::futex::HAND_OVER_TO_NEWEST.store(false, Relaxed);
+    preempt_sync::pcp::ROUND_LIMIT.store(0, Relaxed);
+}
+
+/// Main (priority 1) holds X (ceiling 3) until two threads sleep on its level; T1
+/// (priority 2) locks Y (ceiling 2) and T2 (priority 2) locks `t2_target`. Both are blocked
+/// by level 3 and must get their resources after main releases X, without passing level 3
+/// back and forth (the slow path may only sleep on a committed holder, a fast-path claimer
+/// or its own level: asserted inside `lock_slow` under loom).
+fn two_waiters_on_one_level(t2_locks_x: bool) {
+    let g = group();
+    let x = Arc::new(PcpMutex::new(0u32, 3, g));
+    let y = Arc::new(PcpMutex::new(0u32, 2, g));
+    let z = Arc::new(PcpMutex::new(0u32, 2, g));
+    // T1 and T2 start once main holds X.
+    let go = Arc::new([Event::new(), Event::new()]);
+    let t1 = {
+        let (y, go) = (y.clone(), go.clone());
+        thread::spawn(move || {
+            while go[0].wait_until(None) != Woke::Notified {}
+            y.lock(2, |v| *v += 1)
+        })
+    };
+    let t2 = {
+        let (x, z, go) = (x.clone(), z.clone(), go.clone());
+        thread::spawn(move || {
+            while go[1].wait_until(None) != Woke::Notified {}
+            if t2_locks_x {
+                x.lock(2, |v| *v += 1)
+            } else {
+                z.lock(2, |v| *v += 1)
+            }
+        })
+    };
+    x.lock(1, |v| {
+        go[0].notify();
+        go[1].notify();
+        while g.sleepers(3) < 2 {
+            thread::yield_now();
+        }
+        *v += 1;
+    });
+    t1.join().unwrap();
+    t2.join().unwrap();
+    assert_eq!(y.lock(2, |v| *v), 1);
+    let expected = if t2_locks_x { (2, 0) } else { (1, 1) };
+    assert_eq!((x.lock(3, |v| *v), z.lock(2, |v| *v)), expected);
+}
+
+#[test]
+fn two_relaying_waiters_on_one_level_both_proceed() {
+    model_both_hand_over_orders(3, || two_waiters_on_one_level(false));
+}
+
+#[test]
+fn relaying_and_own_level_waiters_both_proceed() {
+    model_both_hand_over_orders(3, || two_waiters_on_one_level(true));
 }

@@ -71,6 +71,14 @@ pub(crate) fn stress_scale() -> u64 {
     }
 }
 
+/// Sleeps until the absolute monotonic time `deadline` (a futex wait nobody wakes).
+pub(crate) fn sleep_until(deadline: u64) {
+    let never = preempt_sync::event::Event::new();
+    while preempt_sync::clock::now_ns() < deadline {
+        never.wait_until(Some(deadline));
+    }
+}
+
 /// xorshift64*: a tiny deterministic PRNG for random lock orders.
 pub(crate) struct Rng(u64);
 
