@@ -153,6 +153,33 @@ pub fn parse_duration_ns(text: &str) -> Result<u64> {
     Ok(ns as u64)
 }
 
+/// `value` microseconds of the flag `flag` in nanoseconds, refused (usage error naming the
+/// flag) where the product would not fit in 64 bits: a wrapped multiplication turned
+/// `--explain=18446744073709552` into a 384 ns threshold.
+///
+/// ```
+/// use preempt_cli::config::us_to_ns;
+/// assert_eq!(us_to_ns(250, "--interval").unwrap(), 250_000);
+/// assert!(us_to_ns(18_446_744_073_709_552, "--explain").is_err());
+/// ```
+pub fn us_to_ns(value: u64, flag: &str) -> Result<u64> {
+    per_unit(value, NS_PER_US, flag, "us")
+}
+
+/// `value` seconds of the flag `flag` in nanoseconds, refused like [`us_to_ns`].
+pub fn s_to_ns(value: u64, flag: &str) -> Result<u64> {
+    per_unit(value, 1_000_000_000, flag, "s")
+}
+
+fn per_unit(value: u64, ns_per_unit: u64, flag: &str, unit: &str) -> Result<u64> {
+    value.checked_mul(ns_per_unit).ok_or_else(|| {
+        usage(format!(
+            "{flag} {value} is too large: at most {} {unit}",
+            u64::MAX / ns_per_unit
+        ))
+    })
+}
+
 /// Expands a `--cpus` list and checks every CPU is online.
 pub fn parse_cpus(list: &str, online: &[usize]) -> Result<Vec<usize>> {
     let cpus = preempt_io::sys::cpu::parse_cpu_list(list)

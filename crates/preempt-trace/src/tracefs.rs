@@ -22,25 +22,39 @@ const MOUNT_POINTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/traci
 /// Finds a mounted tracefs, or mounts one on `/sys/kernel/tracing` when allowed.
 ///
 /// # Errors
-/// [`Error::Unavailable`] naming the fix (mount it, run as root, a kernel with tracefs).
+/// [`Error::Permission`] when this user may not use or mount tracefs, [`Error::Unavailable`]
+/// otherwise, each naming the fix (run as root, mount it, a kernel with tracefs).
 pub fn locate() -> Result<PathBuf, Error> {
     for p in MOUNT_POINTS {
         let path = Path::new(p);
-        if mount::is_tracefs(path).unwrap_or(false) && path.join("instances").is_dir() {
-            return Ok(path.to_path_buf());
+        if !mount::is_tracefs(path).unwrap_or(false) {
+            continue;
+        }
+        match fs::metadata(path.join("instances")) {
+            Ok(m) if m.is_dir() => return Ok(path.to_path_buf()),
+            // Mounted, but this user may not enter it (tracefs is mode 0700 by default):
+            // the fix is a privilege, not a mount.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(Error::Permission(format!(
+                    "tracefs is mounted on {} but this user cannot use it ({e}): kernel \
+                     tracing needs root; run as root (sudo)",
+                    path.display()
+                )));
+            }
+            _ => {}
         }
     }
     let target = Path::new(MOUNT_POINTS[0]);
     match mount::mount_tracefs(target) {
         Ok(()) => Ok(target.to_path_buf()),
-        Err(e) => Err(Error::Unavailable(match (e.kind(), e.raw_os_error()) {
-            (io::ErrorKind::PermissionDenied, _) => format!(
-                "tracefs is not mounted and mounting it needs CAP_SYS_ADMIN ({e}): run as root, \
-                 or mount it once with `sudo mount -t tracefs nodev {}`",
-                target.display()
-            ),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(Error::Permission(format!(
+            "tracefs is not mounted and mounting it needs CAP_SYS_ADMIN ({e}): run as root, \
+             or mount it once with `sudo mount -t tracefs nodev {}`",
+            target.display()
+        ))),
+        Err(e) => Err(Error::Unavailable(match e.raw_os_error() {
             // ENODEV (19 on every Linux architecture): no such file system type.
-            (_, Some(19)) => format!("this kernel has no tracefs (CONFIG_TRACING is off): {e}"),
+            Some(19) => format!("this kernel has no tracefs (CONFIG_TRACING is off): {e}"),
             _ => format!(
                 "cannot mount tracefs on {} ({e}); mount it with `mount -t tracefs nodev {}`",
                 target.display(),

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::{online, print_json};
 use crate::cli::LatencyArgs;
@@ -42,7 +42,15 @@ const TABLE_HEADER: &str =
 /// `preempt latency`: measures, prints the table, writes the files, records the history.
 pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     let cfg = LatencyConfig::from_args(a, &online()?)?;
-    let extra: Vec<&Path> = cfg.trace_samples.iter().map(PathBuf::as_path).collect();
+    let trace_out = cfg.explain.as_ref().and_then(|e| e.trace_out.as_deref());
+    // Before measuring: every output, --trace-out too, is checked (without creating or
+    // truncating anything: a refused run leaves an existing file as it was).
+    let extra: Vec<&Path> = cfg
+        .trace_samples
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(trace_out)
+        .collect();
     let mut session = Session::start(
         "latency",
         argv,
@@ -53,11 +61,6 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
         &extra,
         a.history.config(),
     )?;
-    // Before measuring: a missing tracefs or an unwritable --trace-out fails now, not after.
-    if let Some(path) = cfg.explain.as_ref().and_then(|e| e.trace_out.as_ref()) {
-        std::fs::File::create(path)
-            .with_context(|| format!("cannot write --trace-out {}", path.display()))?;
-    }
     let tracer = match &cfg.explain {
         Some(_) => Some(measure::explain::start(&cfg)?),
         None => None,
@@ -112,12 +115,17 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     progress.finish();
     let explained = match (&tracer, &cfg.explain) {
         (Some(t), Some(ex)) => {
-            measure::explain::explain_run(t, ex, &mut outcome.result, &outcome.samples)?
+            measure::explain::explain_run(t, ex, &mut outcome.result, &outcome.samples)
         }
-        _ => Vec::new(),
+        _ => measure::explain::Explained::default(),
     };
-    if let Some(t) = tracer {
-        t.finish()?;
+    // Optional outputs fail after the results are saved, never instead of them.
+    let mut late_errors: Vec<String> = outcome.trace_error.take().into_iter().collect();
+    if let Some(Err(e)) = tracer.map(preempt_trace::Session::finish) {
+        // The explanations already made are kept; the fault is said, not hidden.
+        let why = format!("kernel tracing failed during the run: {e}");
+        outcome.result.explain_skipped = Some(why.clone());
+        late_errors.push(format!("--explain: {why}"));
     }
     session.warnings.extend(outcome.warnings.iter().cloned());
     if stop.load(Relaxed) && !session.warnings.contains(&Warning::Interrupted) {
@@ -127,28 +135,39 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     file.interrupted = outcome.interrupted;
     // Write the files first: a closed stdout must not lose the measurement.
     let saved = session.save(&file);
+    if let (Some(path), Some(trace)) = (trace_out, &explained.trace) {
+        if let Err(e) = measure::explain::write_trace_out(path, trace) {
+            late_errors.push(format!("{e:#}"));
+        }
+    }
     session.print_warnings();
     if cfg.output.json_stdout {
         print_json(&file)?;
     } else {
         print_latency(&outcome.result)?;
         let mut out = std::io::stdout().lock();
-        for line in &explained {
+        for line in &explained.lines {
             writeln!(out, "{line}")?;
         }
-    }
-    if let Some(e) = &outcome.trace_error {
-        eprintln!("preempt: {e}");
     }
     let code = if stop.load(Relaxed) {
         measure::interrupted_exit_code()
     } else {
         EXIT_OK
     };
-    match outcome.trace_error {
-        Some(e) if saved.error.is_none() => Err(anyhow::anyhow!(e)),
-        _ => saved.exit(code),
+    if saved.error.is_some() || late_errors.is_empty() {
+        for e in &late_errors {
+            eprintln!("preempt: {e}");
+        }
+        return saved.exit(code);
     }
+    let last = late_errors.pop().unwrap_or_default();
+    for e in &late_errors {
+        eprintln!("preempt: {e}");
+    }
+    Err(anyhow::anyhow!(
+        "{last} (the run's results were saved before it)"
+    ))
 }
 
 fn print_latency(r: &crate::results::LatencyResult) -> Result<()> {

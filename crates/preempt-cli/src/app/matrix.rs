@@ -25,7 +25,7 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
     if a.period < 100 {
         return Err(usage("--period must be at least 100 us"));
     }
-    let period_ns = a.period * config::NS_PER_US;
+    let period_ns = config::us_to_ns(a.period, "--period")?;
     let duration_ns = match &a.duration {
         Some(d) => config::parse_duration_ns(d)?,
         None => config::DEFAULT_DURATION_NS,
@@ -36,7 +36,7 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
             a.period
         )));
     }
-    let work_ns = a.work_us * config::NS_PER_US;
+    let work_ns = config::us_to_ns(a.work_us, "--work-us")?;
     if work_ns >= 400_000.min(period_ns) {
         return Err(usage(format!(
             "--work-us {} must stay below the smallest SCHED_DEADLINE runtime of the matrix (400 us) and the period",

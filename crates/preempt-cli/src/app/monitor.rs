@@ -56,11 +56,11 @@ pub fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
     sink.preflight()?;
     let bound = Bound::bind(a.listen.as_str()).map_err(|e| usage(format!("--listen: {e}")))?;
     let mut cfg = MonitorConfig::new(cpus.clone());
-    cfg.interval_ns = a.interval * 1_000;
+    cfg.interval_ns = crate::config::us_to_ns(a.interval, "--interval")?;
     cfg.deadline_ns = cfg.interval_ns;
     cfg.policy = Policy::Fifo { priority };
-    cfg.window_ns = a.window.max(1) * 1_000_000_000;
-    cfg.recheck_ns = a.recheck.max(1) * 1_000_000_000;
+    cfg.window_ns = crate::config::s_to_ns(a.window.max(1), "--window")?;
+    cfg.recheck_ns = crate::config::s_to_ns(a.recheck.max(1), "--recheck")?;
     let interval_ns = cfg.interval_ns;
     let window_ns = cfg.window_ns;
     let mut registry = Registry::default();

@@ -249,7 +249,8 @@ fn latency_step(
         &mut |_, f| bar.set(f, what),
     )?;
     if let (Some(t), Some(ex)) = (&tracer, &cfg.explain) {
-        measure::explain::explain_run(t, ex, &mut outcome.result, &outcome.samples)?;
+        // No --trace-out here: the explanations go into the result only.
+        let _lines = measure::explain::explain_run(t, ex, &mut outcome.result, &outcome.samples);
     }
     if let Some(Err(e)) = tracer.map(preempt_trace::Session::finish) {
         // The explanations already made are kept; the fault is said, not hidden.

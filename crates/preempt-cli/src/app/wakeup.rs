@@ -66,7 +66,7 @@ pub fn run(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
     let cfg = wakeup::WakeupConfig {
         sources,
         samples: a.samples,
-        interval_ns: a.interval * config::NS_PER_US,
+        interval_ns: config::us_to_ns(a.interval, "--interval")?,
         priority,
         waiter_cpu,
         trigger_cpu,

@@ -10,7 +10,7 @@ use super::{LatencyArgs, MicroArgs, OutputArgs, RtArgs};
 use crate::config::{
     DEFAULT_DURATION_NS, DEFAULT_PRIORITY, LatencyConfig, MAX_TRACE_BYTES, MIN_DL_RUNTIME_NS,
     NS_PER_US, OutputConfig, PolicyArg, PolicyConfig, RtConfig, StressConfig, parse_cpus,
-    parse_duration_ns, rt_priority,
+    parse_duration_ns, rt_priority, us_to_ns,
 };
 use crate::error::usage;
 use crate::micro::{MicroConfig, all_ids};
@@ -41,7 +41,7 @@ impl LatencyConfig {
         if a.interval == 0 {
             return Err(usage("--interval must be at least 1 us"));
         }
-        let interval_ns = a.interval * NS_PER_US;
+        let interval_ns = us_to_ns(a.interval, "--interval")?;
         let policy = policy_from_args(a)?;
         if let Some(p) = a.period {
             if a.policy == PolicyArg::Deadline && p != a.interval {
@@ -67,7 +67,7 @@ impl LatencyConfig {
             Some(list) => parse_cpus(list, online)?,
             None => online.to_vec(),
         };
-        let work_ns = a.work_us * NS_PER_US;
+        let work_ns = us_to_ns(a.work_us, "--work-us")?;
         if work_ns >= interval_ns {
             return Err(usage(format!(
                 "--work-us {} does not fit in --interval {}: the compute step must be shorter \
@@ -76,7 +76,7 @@ impl LatencyConfig {
             )));
         }
         if let Some(rt) = a.runtime {
-            if work_ns > rt * NS_PER_US {
+            if work_ns > us_to_ns(rt, "--runtime")? {
                 return Err(usage(format!(
                     "--work-us {} exceeds --runtime {}: SCHED_DEADLINE would throttle the \
                      loop every period; raise --runtime",
@@ -94,6 +94,13 @@ impl LatencyConfig {
             if b == 0 {
                 return Err(usage("--break-at must be at least 1 us"));
             }
+        }
+        if a.explain.is_some() && a.policy == PolicyArg::Deadline {
+            return Err(usage(
+                "--explain needs pinned threads, and SCHED_DEADLINE threads cannot be pinned \
+                 (their affinity must span the root domain), so no outlier could be explained; \
+                 measure --policy fifo/rr/other with --explain, or drop --explain",
+            ));
         }
         if a.trace_samples.is_some() || a.explain.is_some() {
             let bytes = releases
@@ -116,11 +123,16 @@ impl LatencyConfig {
             work_ns,
             timer_slack_ns: a.timer_slack_ns,
             trace_samples: a.trace_samples.clone(),
-            break_at_ns: a.break_at.map(|b| b * NS_PER_US),
-            explain: a.explain.map(|us| crate::config::ExplainConfig {
-                threshold_ns: (us > 0).then(|| us * NS_PER_US),
-                trace_out: a.trace_out.clone(),
-            }),
+            break_at_ns: a.break_at.map(|b| us_to_ns(b, "--break-at")).transpose()?,
+            explain: a
+                .explain
+                .map(|us| -> Result<_> {
+                    Ok(crate::config::ExplainConfig {
+                        threshold_ns: (us > 0).then(|| us_to_ns(us, "--explain")).transpose()?,
+                        trace_out: a.trace_out.clone(),
+                    })
+                })
+                .transpose()?,
             stress: StressConfig::new(&a.stress.stress, a.stress.stress_tool),
             rt: RtConfig::from(&a.rt),
             output: OutputConfig::from(&a.output),
@@ -186,9 +198,12 @@ fn policy_from_args(a: &LatencyArgs) -> Result<PolicyConfig> {
                     (a.interval / 10).max(2)
                 ))
             })?;
-            let period_ns = a.period.unwrap_or(a.interval) * NS_PER_US;
-            let deadline_ns = a.deadline.map_or(period_ns, |d| d * NS_PER_US);
-            let runtime_ns = runtime_us * NS_PER_US;
+            let period_ns = us_to_ns(a.period.unwrap_or(a.interval), "--period")?;
+            let deadline_ns = match a.deadline {
+                Some(d) => us_to_ns(d, "--deadline")?,
+                None => period_ns,
+            };
+            let runtime_ns = us_to_ns(runtime_us, "--runtime")?;
             if runtime_ns < MIN_DL_RUNTIME_NS {
                 return Err(usage(
                     "--runtime must be at least 2 us (the kernel's minimum is 1024 ns)",

@@ -9,7 +9,9 @@
 //! that add up to its latency. The per-run `top_causes` aggregate them; `--trace-out FILE`
 //! writes the windows as a Chrome/Perfetto JSON trace.
 
-use anyhow::{Context, Result, bail};
+use std::path::Path;
+
+use anyhow::{Context, Result};
 
 use super::latency::{ThreadSamples, TraceRecord};
 use crate::config::{ExplainConfig, LatencyConfig};
@@ -23,15 +25,18 @@ const RETAIN_MARGIN_NS: u64 = 5_000_000_000;
 /// Starts tracing the measured CPUs, or says why it cannot (with the fix).
 ///
 /// # Errors
-/// tracefs missing or not permitted: the message names the fix and that the measurement
-/// runs without `--explain`.
+/// Not permitted to use tracefs: a [`PrivilegeError`](crate::error::PrivilegeError) (exit 3)
+/// naming the fix and that the measurement runs without `--explain`; tracefs missing from
+/// the kernel or a fault: exit 1, likewise named.
 pub fn start(cfg: &LatencyConfig) -> Result<preempt_trace::Session> {
-    try_start(cfg).map_err(|e| {
-        if e.is_unavailable() {
+    try_start(cfg).map_err(|e| match e {
+        preempt_trace::Error::Permission(_) => anyhow::Error::new(crate::error::PrivilegeError(
+            format!("--explain: {e}; or measure without --explain"),
+        )),
+        e if e.is_unavailable() => {
             anyhow::anyhow!("--explain: {e}; or measure without --explain")
-        } else {
-            anyhow::Error::new(e).context("--explain: cannot start kernel tracing")
         }
+        e => anyhow::Error::new(e).context("--explain: cannot start kernel tracing"),
     })
 }
 
@@ -48,17 +53,26 @@ pub fn try_start(cfg: &LatencyConfig) -> Result<preempt_trace::Session, preempt_
     })
 }
 
+/// What [`explain_run`] found: the lines to print, and the `--trace-out` trace to write once
+/// the run's own results are saved ([`write_trace_out`]).
+#[derive(Debug, Default)]
+pub struct Explained {
+    /// The summary lines (at most five causes).
+    pub lines: Vec<String>,
+    /// The explained windows as a Chrome/Perfetto trace, when `--trace-out` was given.
+    pub trace: Option<preempt_trace::perfetto::ChromeTrace>,
+}
+
 /// Explains the outliers of `result` and stores them in `result.explain`; returns the summary
-/// lines (at most five) to print.
-///
-/// # Errors
-/// Writing `--trace-out` failed.
+/// lines (at most five) to print and the `--trace-out` trace. Nothing here can fail: the
+/// trace is written by [`write_trace_out`] after the run's results, so that an optional
+/// output never costs the measurement.
 pub fn explain_run(
     session: &preempt_trace::Session,
     ex: &ExplainConfig,
     result: &mut LatencyResult,
     threads: &[ThreadSamples],
-) -> Result<Vec<String>> {
+) -> Explained {
     let mut out = ExplainResult {
         threshold_ns: ex.threshold_ns,
         threads: Vec::new(),
@@ -154,16 +168,32 @@ pub fn explain_run(
             .into_iter()
             .map(|l| format!("  {l}")),
     );
-    result.explain = Some(out);
-    if let (Some(path), Some(tr)) = (&ex.trace_out, trace) {
-        if tr.is_empty() {
-            bail!(
-                "--trace-out {}: no outlier could be explained",
-                path.display()
-            );
-        }
-        tr.write(path)
-            .with_context(|| format!("cannot write --trace-out {}", path.display()))?;
+    if trace
+        .as_ref()
+        .is_some_and(preempt_trace::perfetto::ChromeTrace::is_empty)
+    {
+        lines.push(format!(
+            "  --trace-out: no outlier {}, so the trace holds no window",
+            if out.unexplained > 0 {
+                "could be explained"
+            } else {
+                "reached the threshold"
+            }
+        ));
     }
-    Ok(lines)
+    result.explain = Some(out);
+    Explained { lines, trace }
+}
+
+/// Writes the `--trace-out` trace (an empty trace too, so that an older file at `path` is
+/// never left looking like this run's). Called after the run's results are saved.
+///
+/// # Errors
+/// The file cannot be written; the message names `--trace-out` and the path.
+pub fn write_trace_out(path: &Path, trace: &preempt_trace::perfetto::ChromeTrace) -> Result<()> {
+    trace
+        .write(path)
+        .with_context(|| format!("cannot write --trace-out {}", path.display()))?;
+    crate::export::hand_over(path);
+    Ok(())
 }

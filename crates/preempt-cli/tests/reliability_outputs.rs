@@ -1,0 +1,252 @@
+//! Reliability: nothing lost, nothing unbounded. Bad input and faults against the binary, as
+//! a demanding user would try them: a run's figures are written before anything optional
+//! (the `--trace-out` trace), an optional output that fails never discards them, numeric
+//! flags are range-checked without wrapping, a refused run changes no file, and the exit
+//! code is the documented one (docs/MEASURING.md, `crates/preempt-cli/src/error.rs`).
+//!
+//! The binary is `PREEMPT_BIN` when set (CI points it at the release build, the configuration
+//! users get), else the one cargo built for these tests. The unprivileged cases run the
+//! binary as `nobody` through `setpriv` (util-linux) when the tests run as root, and as the
+//! current user otherwise. Cases that need root (tracefs, SCHED_FIFO) skip with a message
+//! without it, and fail under `PREEMPT_REQUIRE_PRIVILEGED=1`.
+
+use std::io::BufReader;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+mod support;
+
+/// The binary under test.
+fn bin() -> PathBuf {
+    std::env::var_os("PREEMPT_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_preempt")),
+        PathBuf::from,
+    )
+}
+
+/// `preempt ARGS` with a history database private to `dir`.
+fn preempt(dir: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.env("PREEMPT_HISTORY", dir.join("history.sqlite"))
+        .env_remove("PREEMPT_SOFT");
+    c
+}
+
+/// Whether this process is root (then unprivileged cases go through `setpriv`).
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+/// `preempt ARGS` as an unprivileged user: `nobody` via `setpriv` when root, else this user.
+/// `dir` is handed to that user (mode 0777) so that it can write there.
+fn unprivileged(dir: &Path) -> Command {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    if !is_root() {
+        return preempt(dir);
+    }
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--",
+    ])
+    .arg(bin())
+    .env("PREEMPT_HISTORY", dir.join("history.sqlite"))
+    .env("HOME", dir)
+    .env_remove("PREEMPT_SOFT")
+    .current_dir(dir);
+    c
+}
+
+/// Asserts `o` exited with `code` and its stderr holds every one of `needles`; returns stderr.
+#[track_caller]
+fn exits(o: &Output, code: i32, needles: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{stderr}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    for n in needles {
+        assert!(stderr.contains(n), "{n:?} not in: {stderr}");
+    }
+    stderr
+}
+
+fn json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}: {text}", path.display()))
+}
+
+/// How many runs the private history of `dir` holds.
+fn history_runs(dir: &Path) -> usize {
+    let o = preempt(dir).args(["history", "list"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+/// Whether tracefs can be used here (root); if not, skips ([`support::skip_unprivileged`]).
+#[track_caller]
+fn can_trace() -> bool {
+    support::has_capability(
+        preempt_io::sys::caps::Capability::SysAdmin,
+        "needs root (tracefs, SCHED_FIFO) for --explain",
+    )
+}
+
+#[test]
+fn an_explain_threshold_that_would_wrap_is_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    // 18446744073709552 us * 1000 wraps u64 to 384 ns.
+    let o = preempt(dir.path())
+        .args(["latency", "-D", "1", "--explain=18446744073709552"])
+        .output()
+        .unwrap();
+    exits(&o, 2, &["--explain 18446744073709552 is too large"]);
+    for flag in ["--interval", "--break-at", "--work-us"] {
+        let o = preempt(dir.path())
+            .args(["latency", "-D", "1", flag, "18446744073709552"])
+            .output()
+            .unwrap();
+        exits(&o, 2, &[&format!("{flag} 18446744073709552 is too large")]);
+    }
+}
+
+#[test]
+fn explain_with_the_deadline_policy_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = preempt(dir.path())
+        .args([
+            "latency",
+            "-D",
+            "1",
+            "--policy",
+            "deadline",
+            "--runtime",
+            "200",
+            "--explain",
+        ])
+        .output()
+        .unwrap();
+    let stderr = exits(&o, 2, &["--explain needs pinned threads", "SCHED_DEADLINE"]);
+    assert!(!stderr.contains("measuring"), "{stderr}");
+}
+
+#[test]
+fn explain_refused_for_lack_of_privilege_exits_3_and_leaves_the_trace_out_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    std::fs::write(&trace, "an earlier trace").unwrap();
+    std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = unprivileged(dir.path())
+        .args(["latency", "-D", "1", "--explain", "--trace-out"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let stderr = exits(&o, 3, &["--explain: ", "run as root"]);
+    // Mounted but closed to this user (mode 0700) is a privilege problem, not "not mounted".
+    if preempt_io::sys::mount::is_tracefs(Path::new("/sys/kernel/tracing")).unwrap_or(false) {
+        assert!(stderr.contains("is mounted on"), "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        "an earlier trace",
+        "a refused run must not touch --trace-out"
+    );
+}
+
+#[test]
+fn trace_out_with_no_outlier_above_the_threshold_keeps_the_run() {
+    if !can_trace() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, result) = (dir.path().join("t.json"), dir.path().join("x.json"));
+    // 500 ms: no sample reaches it.
+    let o = preempt(dir.path())
+        .args([
+            "latency",
+            "-D",
+            "1",
+            "-a",
+            "0",
+            "--explain=500000",
+            "--trace-out",
+        ])
+        .arg(&trace)
+        .arg("--export-json")
+        .arg(&result)
+        .output()
+        .unwrap();
+    exits(&o, 0, &[]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("no outlier reached the threshold"),
+        "{stdout}"
+    );
+    let r = json(&result);
+    assert_eq!(r["complete"], true, "{r}");
+    assert_eq!(r["data"]["explain"]["explained"], 0);
+    // The trace is written, empty: an older file there never looks like this run's.
+    assert_eq!(
+        json(&trace)["traceEvents"].as_array().map(Vec::len),
+        Some(0)
+    );
+    assert_eq!(history_runs(dir.path()), 1);
+}
+
+#[test]
+fn a_trace_out_directory_removed_mid_run_keeps_the_run() {
+    if !can_trace() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let result = dir.path().join("x.json");
+    let mut child = preempt(dir.path())
+        .args([
+            "latency",
+            "-D",
+            "2",
+            "-a",
+            "0",
+            "--explain=1",
+            "--trace-out",
+        ])
+        .arg(gone.join("t.json"))
+        .arg("--export-json")
+        .arg(&result)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    support::wait_for_line(&mut err, "preempt: measuring");
+    std::fs::remove_dir(&gone).unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{rest}");
+    assert!(
+        rest.contains("cannot write --trace-out") && rest.contains("results were saved"),
+        "{rest}"
+    );
+    let r = json(&result);
+    assert_eq!(r["complete"], true, "{r}");
+    assert!(r["data"]["explain"].is_object(), "{r}");
+    assert_eq!(history_runs(dir.path()), 1);
+}
