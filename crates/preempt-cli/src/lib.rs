@@ -7,7 +7,8 @@
 //! `module-cycles crates/preempt-cli/src`), from the bottom:
 //!
 //! 1. [`results`] (every kind's schema, the readers of every input incl. cyclictest), [`stats`],
-//!    [`error`], [`procfs`], [`progress`]; [`export`] (JSON/CSV writers of the schema);
+//!    [`error`], [`procfs`], [`virt`] (is the machine virtual or emulated), [`progress`];
+//!    [`export`] (JSON/CSV writers of the schema);
 //! 2. [`warnings`], [`sysinfo`]: threats to validity and the machine's description;
 //! 3. [`config`]: validated configurations, free of clap; [`stress`]: bounded stressors;
 //! 4. engines: [`check`], [`measure`] (`latency`, `matrix`, `wakeup`), [`micro`], [`rtio`];
@@ -39,4 +40,5 @@ pub mod session;
 pub mod stats;
 pub mod stress;
 pub mod sysinfo;
+pub mod virt;
 pub mod warnings;

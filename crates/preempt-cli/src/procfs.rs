@@ -26,39 +26,6 @@ pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
     None
 }
 
-/// Hypervisor detection: `/sys/hypervisor/type`, the DMI product/vendor, or the `hypervisor`
-/// CPU flag (x86).
-pub fn detect_virtualization() -> Option<String> {
-    if let Some(t) = read_trimmed("/sys/hypervisor/type").filter(|t| !t.is_empty()) {
-        return Some(t);
-    }
-    let dmi = [
-        read_trimmed("/sys/class/dmi/id/sys_vendor").unwrap_or_default(),
-        read_trimmed("/sys/class/dmi/id/product_name").unwrap_or_default(),
-    ]
-    .join(" ");
-    for (needle, name) in [
-        ("QEMU", "qemu"),
-        ("KVM", "kvm"),
-        ("VMware", "vmware"),
-        ("VirtualBox", "virtualbox"),
-        ("Microsoft Corporation", "hyper-v"),
-        ("Amazon EC2", "aws"),
-        ("Google Compute", "gce"),
-        ("Firecracker", "firecracker"),
-    ] {
-        if dmi.contains(needle) {
-            return Some(name.into());
-        }
-    }
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flagged = cpuinfo
-        .lines()
-        .filter(|l| l.starts_with("flags"))
-        .any(|l| l.split_whitespace().any(|f| f == "hypervisor"));
-    flagged.then(|| "unknown hypervisor (cpuid hypervisor flag)".to_string())
-}
-
 /// cpufreq governor of each CPU that has one.
 pub fn governors(cpus: &[usize]) -> Vec<(usize, String)> {
     cpus.iter()

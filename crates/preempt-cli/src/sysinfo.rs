@@ -45,7 +45,7 @@ pub fn collect(argv: Vec<String>) -> SysInfo {
             "/sys/devices/system/clocksource/clocksource0/current_clocksource",
         )
         .unwrap_or_else(|| "unknown".into()),
-        virtualization: procfs::detect_virtualization(),
+        virtualization: crate::virt::detect_live().map(|f| f.label()),
         argv,
     }
 }

@@ -108,7 +108,13 @@ pub fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
     let report = monitor.stop().context("the measuring loop failed")?;
     drop(server);
     let interrupted = stop.load(Relaxed);
-    let result = to_latency_result(&report, interval_ns, priority, window_ns);
+    let result = to_latency_result(
+        &report,
+        interval_ns,
+        priority,
+        window_ns,
+        info.virtualization.as_deref(),
+    );
     let mut file = ResultFile::new(info, RunResult::Latency(Box::new(result.clone())));
     file.started_unix_ms = started;
     file.elapsed_ns = monotonic_now_ns() - t0;
@@ -140,12 +146,14 @@ pub fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
 
 /// The monitor's figures in the latency result format (one results format): each CPU's
 /// histogram is re-recorded into the result's histogram (exact min and max, the other samples
-/// at their bucket's upper end: 0.78 % resolution).
+/// at their bucket's upper end: 0.78 % resolution); a virtual or emulated machine
+/// (`virtualization`, from the run's system information) contaminates the verdict.
 fn to_latency_result(
     r: &engine::Report,
     interval_ns: u64,
     priority: u8,
     window_ns: u64,
+    virtualization: Option<&str>,
 ) -> LatencyResult {
     let mut all = crate::stats::histogram::Snapshot::empty();
     let threads: Vec<ThreadResult> = r
@@ -171,7 +179,7 @@ fn to_latency_result(
             }
         })
         .collect();
-    let entries: Vec<LedgerEntry> = r
+    let mut entries: Vec<LedgerEntry> = r
         .cpus
         .iter()
         .map(|c| LedgerEntry {
@@ -186,6 +194,7 @@ fn to_latency_result(
             contaminates: c.steal_seconds > 0.0 || !r.mlocked,
         })
         .collect();
+    entries.push(measure::ledger::virtualization_entry(virtualization));
     let contaminated: Vec<&str> = entries
         .iter()
         .filter(|e| e.contaminates)

@@ -14,6 +14,7 @@ use preempt_io::sys::{caps, clock, cpu, kernel, limits, procstat, thread};
 
 use crate::procfs::{self, cmdline_value, parse_cpu_list_lenient, read_trimmed};
 use crate::results::{CheckItem, CheckReport, Status};
+use crate::virt;
 
 fn item(
     id: &str,
@@ -648,13 +649,33 @@ fn virtualization() -> CheckItem {
                 100.0 * t.steal as f64 / t.total() as f64
             }
         });
-    match procfs::detect_virtualization() {
-        None => item("virtualization", title, Status::Pass, "bare metal", ""),
-        Some(h) => item(
+    let sources = virt::Sources::live();
+    match virt::detect(&sources) {
+        None => item(
+            "virtualization",
+            title,
+            Status::Pass,
+            virt::bare_metal_basis(&sources),
+            "",
+        ),
+        Some(f) if f.kind == virt::Kind::Emulated => item(
+            "virtualization",
+            title,
+            Status::Fail,
+            f.describe(),
+            "the CPU is emulated: its timing is the emulator's, so no latency figure measured \
+             here describes a real machine; measure on the target hardware (the run proves \
+             function only)",
+        ),
+        Some(f) => item(
             "virtualization",
             title,
             Status::Warn,
-            format!("{h}; steal time since boot {:.2} %", steal.unwrap_or(0.0)),
+            format!(
+                "{}; steal time since boot {:.2} %",
+                f.describe(),
+                steal.unwrap_or(0.0)
+            ),
             "the hypervisor can stop a vCPU at any moment: measure on bare metal, or pin the VM's \
              vCPUs to dedicated host cores",
         ),

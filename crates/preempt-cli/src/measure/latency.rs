@@ -640,7 +640,7 @@ pub fn run(
         own_cpu_time: Duration::from_nanos(own_ns),
         stress_requested: !cfg.stress.kinds.is_empty(),
         max_latency_ns: merged.max_ns(),
-        virtualization: crate::procfs::detect_virtualization(),
+        virtualization: crate::virt::detect_live().map(|f| f.label()),
     });
     let result = assemble(
         cfg,

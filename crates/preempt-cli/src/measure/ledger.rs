@@ -111,6 +111,16 @@ impl Probe {
     }
 }
 
+/// The ledger's virtualisation line: a virtual machine or an emulated CPU (label of
+/// [`crate::virt::Finding`]) always contaminates a run, so no verdict from one says `clean`.
+pub fn virtualization_entry(virtualization: Option<&str>) -> LedgerEntry {
+    LedgerEntry {
+        name: "virtualization".into(),
+        value: virtualization.unwrap_or("bare metal").into(),
+        contaminates: virtualization.is_some(),
+    }
+}
+
 /// The verdict from observations.
 pub fn judge(obs: &Observations, facts: &RunFacts) -> Ledger {
     let mut entries = vec![
@@ -175,14 +185,7 @@ pub fn judge(obs: &Observations, facts: &RunFacts) -> Ledger {
         value: throttle_value,
         contaminates: throttled,
     });
-    entries.push(LedgerEntry {
-        name: "virtualization".into(),
-        value: facts
-            .virtualization
-            .clone()
-            .unwrap_or_else(|| "bare metal".into()),
-        contaminates: facts.virtualization.is_some(),
-    });
+    entries.push(virtualization_entry(facts.virtualization.as_deref()));
     let reasons: Vec<String> = entries
         .iter()
         .filter(|e| e.contaminates)

@@ -95,6 +95,41 @@ pub fn hold_cpu_dma_latency(us: i32) -> io::Result<CpuDmaLatency> {
     })
 }
 
+/// The hypervisor's vendor signature from x86 CPUID leaf `0x4000_0000` (`"KVMKVMKVM"`,
+/// `"TCGTCGTCGTCG"` for qemu's emulator, `"Microsoft Hv"`, `"VMwareVMware"`, ...), read only
+/// when leaf 1 sets the hypervisor-present bit (ECX bit 31), as systemd-detect-virt does: on
+/// bare metal leaf `0x4000_0000` returns whatever the highest basic leaf holds. `None` on bare
+/// metal, when the signature is empty, and on other architectures.
+pub fn hypervisor_cpuid_signature() -> Option<String> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::__cpuid;
+        #[allow(unused_unsafe, reason = "__cpuid became a safe fn after our MSRV")]
+        // SAFETY: CPUID exists on every x86_64 CPU, touches no memory and only writes its four
+        // output registers; any leaf may be queried (an unimplemented one returns the highest
+        // basic leaf's data, which the hypervisor-present test before 0x4000_0000 excludes).
+        let leaf = unsafe {
+            if __cpuid(1).ecx & (1 << 31) != 0 {
+                Some(__cpuid(0x4000_0000))
+            } else {
+                None
+            }
+        };
+        let r = leaf?;
+        let bytes: Vec<u8> = [r.ebx, r.ecx, r.edx]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .filter(|b| *b != 0)
+            .collect();
+        let sig = String::from_utf8_lossy(&bytes).trim().to_string();
+        (!sig.is_empty()).then_some(sig)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

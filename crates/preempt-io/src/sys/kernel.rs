@@ -131,6 +131,44 @@ pub fn is_preempt_rt() -> bool {
     preempt_info().model == PreemptModel::Rt
 }
 
+/// The kernel's message buffer as `/dev/kmsg` holds it now (one message per line, without
+/// the `priority,sequence,time,flags;` prefix), read without waiting for new messages. It
+/// starts at the boot banner (`Linux version ...`) unless the ring buffer wrapped.
+///
+/// # Errors
+/// `/dev/kmsg` cannot be opened (`EPERM` for an unprivileged reader when
+/// `kernel.dmesg_restrict = 1`) or a read fails with anything but "no more messages" and
+/// "overwritten while reading" (`EPIPE`, after which reading continues at the oldest message).
+pub fn kernel_log() -> io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/kmsg")?;
+    // Each read returns one record; the kernel refuses buffers smaller than a record
+    // (EINVAL), and a record is at most 8 KiB (CONSOLE_EXT_LOG_MAX, printk.h).
+    let mut buf = vec![0u8; 8192];
+    let mut out = String::new();
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let record = String::from_utf8_lossy(&buf[..n]);
+                let first = record.lines().next().unwrap_or_default();
+                if let Some((_, message)) = first.split_once(';') {
+                    out.push_str(message);
+                    out.push('\n');
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
 /// The kernel's build configuration, from `/proc/config.gz` (needs CONFIG_IKCONFIG_PROC) or
 /// `/boot/config-<release>`; `None` when neither is readable.
 pub fn kernel_config() -> Option<String> {
