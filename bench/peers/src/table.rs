@@ -289,6 +289,27 @@ fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// The CPU model of this machine from `/proc/cpuinfo` (`model name` on x86; on arm64, where
+/// there is none, the implementer and part numbers), or `unknown`.
+pub fn host_cpu() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |key: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    field("model name")
+        .or_else(|| {
+            let part = field("CPU part")?;
+            Some(format!(
+                "CPU implementer {} part {part}",
+                field("CPU implementer").unwrap_or_default()
+            ))
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 /// Renders the medians table and the ratio list (Markdown, so it can go into
 /// docs/PERFORMANCE.md as is).
 pub fn summarize(input: &str) -> String {
@@ -338,7 +359,12 @@ pub fn summarize(input: &str) -> String {
             .expect("writing to a String cannot fail");
     }
 
-    out.push_str("\n| ratio of medians | value | target | verdict |\n|---|---:|---:|---|\n");
+    // The host CPU beside every ratio: the same code gives other ratios on another host CPU
+    // (a VM's host can change between sessions), so a ratio means little without it.
+    let cpu = host_cpu();
+    out.push_str(
+        "\n| ratio of medians | value | target | verdict | host CPU |\n|---|---:|---:|---|---|\n",
+    );
     for r in RATIOS {
         let target = r
             .target
@@ -363,7 +389,7 @@ pub fn summarize(input: &str) -> String {
         };
         writeln!(
             out,
-            "| {} ({} / {}) | {value} | {target} | {verdict} |",
+            "| {} ({} / {}) | {value} | {target} | {verdict} | {cpu} |",
             r.label, r.numerator, r.denominator
         )
         .expect("writing to a String cannot fail");
