@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use preempt_io::sys::clock::monotonic_now_ns;
 
+use crate::export::lock::DirLock;
 use crate::export::{Exporter, Sink, check_writable, json::JsonExporter, write_atomically};
 use crate::history::{self, HistoryConfig};
 use crate::results::{ResultFile, RunResult, SysInfo, unix_ms_now};
@@ -43,6 +44,8 @@ pub struct Session {
     pub warnings: Vec<Warning>,
     sink: Sink,
     history: HistoryConfig,
+    /// The output directory this run holds ([`Session::lock_dir`]), released when it ends.
+    dir_lock: Option<DirLock>,
 }
 
 /// What [`Session::save`] did.
@@ -91,7 +94,19 @@ impl Session {
             warnings: Vec::new(),
             sink,
             history,
+            dir_lock: None,
         })
+    }
+
+    /// Holds `dir` (the run's own output directory, given as `flag`) for the rest of the run,
+    /// so that two runs never write the same files at once: a second run is refused at once
+    /// (exit 2), naming this one's pid ([`DirLock`]).
+    ///
+    /// # Errors
+    /// Another run holds `dir`, or its lock file cannot be opened.
+    pub fn lock_dir(&mut self, dir: &Path, flag: &str) -> Result<()> {
+        self.dir_lock = Some(DirLock::acquire(dir, flag)?);
+        Ok(())
     }
 
     /// Prints the warnings so far with this command's hints.

@@ -1,6 +1,7 @@
 //! What a user of `preempt demo uav` and `preempt demo gimbal` sees on bad input: every
-//! message names the flag or the file and the fix, the exit code is 2 (usage) or 1 (the
-//! controller could not start), and nothing is flown or measured before a usage error.
+//! message names the flag or the file and the fix, the exit code is 2 (usage) or 3 (the
+//! controller could not start for lack of real-time privilege), and nothing is flown or
+//! measured before a usage error.
 //!
 //! The missing-privileges case drops CAP_SYS_NICE from the child's bounding set (`setpriv`)
 //! and sets its RLIMIT_RTPRIO to 0 (`prlimit`), both util-linux, so that it runs as an
@@ -193,7 +194,7 @@ fn missing_real_time_privileges_name_cap_sys_nice_rlimit_rtprio_and_soft_mode() 
         );
         fails(
             &o,
-            1,
+            3,
             &[
                 "cannot start its real-time executors",
                 "RLIMIT_RTPRIO is 0 and the process lacks CAP_SYS_NICE",

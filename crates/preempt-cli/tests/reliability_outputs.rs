@@ -13,7 +13,7 @@
 use std::io::BufReader;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
 
 use serde_json::Value;
 
@@ -96,6 +96,26 @@ fn history_runs(dir: &Path) -> usize {
         .skip(1)
         .filter(|l| !l.trim().is_empty())
         .count()
+}
+
+/// A running `preempt` from `cmd`, once its stderr showed `needle`: the child, and the rest
+/// of its stderr to read ([`finish`]).
+fn spawn_until(cmd: &mut Command, needle: &str) -> (Child, BufReader<ChildStderr>) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    support::wait_for_line(&mut err, needle);
+    (child, err)
+}
+
+/// Waits for `child`; its exit code and the rest of its stderr.
+fn finish(mut child: Child, mut err: BufReader<ChildStderr>) -> (Option<i32>, String) {
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    (child.wait().unwrap().code(), rest)
 }
 
 /// Whether tracefs can be used here (root); if not, skips ([`support::skip_unprivileged`]).
@@ -217,30 +237,25 @@ fn a_trace_out_directory_removed_mid_run_keeps_the_run() {
     let gone = dir.path().join("gone");
     std::fs::create_dir(&gone).unwrap();
     let result = dir.path().join("x.json");
-    let mut child = preempt(dir.path())
-        .args([
-            "latency",
-            "-D",
-            "2",
-            "-a",
-            "0",
-            "--explain=1",
-            "--trace-out",
-        ])
-        .arg(gone.join("t.json"))
-        .arg("--export-json")
-        .arg(&result)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    support::wait_for_line(&mut err, "preempt: measuring");
+    let (child, err) = spawn_until(
+        preempt(dir.path())
+            .args([
+                "latency",
+                "-D",
+                "2",
+                "-a",
+                "0",
+                "--explain=1",
+                "--trace-out",
+            ])
+            .arg(gone.join("t.json"))
+            .arg("--export-json")
+            .arg(&result),
+        "preempt: measuring",
+    );
     std::fs::remove_dir(&gone).unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(1), "{rest}");
+    let (code, rest) = finish(child, err);
+    assert_eq!(code, Some(1), "{rest}");
     assert!(
         rest.contains("cannot write --trace-out") && rest.contains("results were saved"),
         "{rest}"
@@ -248,5 +263,126 @@ fn a_trace_out_directory_removed_mid_run_keeps_the_run() {
     let r = json(&result);
     assert_eq!(r["complete"], true, "{r}");
     assert!(r["data"]["explain"].is_object(), "{r}");
+    assert_eq!(history_runs(dir.path()), 1);
+}
+
+/// `preempt demo gimbal` in `out`: in real time when this process may (SCHED_FIFO), else in
+/// soft mode (`PREEMPT_SOFT=1`), which exercises the same output paths.
+fn gimbal(dir: &Path, out: &Path, duration: &str) -> Command {
+    let mut c = preempt(dir);
+    if !preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
+        .unwrap_or(false)
+    {
+        c.env("PREEMPT_SOFT", "1");
+    }
+    c.args(["demo", "gimbal", "--duration", duration, "--out"])
+        .arg(out);
+    c
+}
+
+/// Whether `path` is a finished MCAP file (it ends with the magic, after the footer).
+fn is_finished_mcap(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.ends_with(b"\x89MCAP0\r\n"))
+}
+
+#[test]
+fn a_second_demo_in_the_same_out_is_refused_naming_the_first_and_both_keep_their_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (first, err) = spawn_until(&mut gimbal(dir.path(), &out, "2s"), "gimbal demo for");
+    let second = gimbal(dir.path(), &out, "2s").output().unwrap();
+    exits(
+        &second,
+        2,
+        &[
+            &format!("--out {} is in use by another preempt run", out.display()),
+            &format!("pid {}", first.id()),
+        ],
+    );
+    let (code, rest) = finish(first, err);
+    assert_eq!(code, Some(0), "{rest}");
+    assert_eq!(json(&out.join("gimbal.json"))["complete"], true);
+    assert!(is_finished_mcap(&out.join("gimbal.mcap")), "{rest}");
+    assert_eq!(
+        history_runs(dir.path()),
+        1,
+        "the refused run records nothing"
+    );
+}
+
+#[test]
+fn a_demo_stopped_by_sigterm_exits_143_with_a_complete_file_marked_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (child, err) = spawn_until(&mut gimbal(dir.path(), &out, "20s"), "gimbal demo for");
+    let at = preempt_io::sys::clock::monotonic_now_ns() + 700_000_000;
+    preempt_io::sys::clock::sleep_until_ns(preempt_io::sys::clock::ClockId::Monotonic, at).unwrap();
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let (code, rest) = finish(child, err);
+    assert_eq!(code, Some(143), "{rest}");
+    let r = json(&out.join("gimbal.json"));
+    // Its final file: complete (the run's last word), interrupted (by the signal).
+    assert_eq!(
+        (&r["complete"], &r["interrupted"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+    let o = preempt(dir.path())
+        .args(["history", "list"])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        list.contains("[INTERRUPTED]") && !list.contains("PARTIAL"),
+        "{list}"
+    );
+}
+
+#[test]
+fn a_demo_whose_out_fills_up_keeps_its_figures_and_drops_the_recording() {
+    if !can_trace() {
+        return; // mounting the small tmpfs needs root (CAP_SYS_ADMIN)
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("small");
+    std::fs::create_dir(&out).unwrap();
+    // 6 MiB: the 2 s recording (~17 MB) cannot fit, the figures (~0.4 MB) can.
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=6m", "tmpfs"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount -t tmpfs failed");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&out);
+    let o = gimbal(dir.path(), &out, "2s").output().unwrap();
+    exits(
+        &o,
+        1,
+        &[
+            "the MCAP recording",
+            "could not be written",
+            "the figures were written",
+        ],
+    );
+    let r = json(&out.join("gimbal.json"));
+    assert_eq!(
+        (&r["complete"], &r["interrupted"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
+    assert!(r["data"]["output_error"].is_string(), "{r}");
+    assert!(r["data"]["axes"].as_array().is_some_and(|a| !a.is_empty()));
+    assert!(
+        !out.join("gimbal.mcap.part").exists(),
+        "the cut recording is removed"
+    );
     assert_eq!(history_runs(dir.path()), 1);
 }

@@ -199,9 +199,13 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     };
 
     let reference = crate::reference::run(cfg.seed, &cfg.steps, samples)?;
-    for r in &reference {
-        sink.reference(r).map_err(|e| e.to_string())?;
-    }
+    // The recording is optional, the figures are not: a write that fails (disk full) stops
+    // the recording, not the run.
+    let mcap_error = reference
+        .iter()
+        .try_for_each(|r| sink.reference(r))
+        .err()
+        .map(|e| format!("writing the reference: {e}"));
 
     let plant_cfg = PlantConfig {
         seed: cfg.seed,
@@ -223,7 +227,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         "gimbal-recorder",
         rx,
         Arc::clone(&finished),
-        (records, sink, None::<String>, live),
+        (records, sink, mcap_error, live),
         |(records, sink, error, live), r: SampleRecord| {
             #[cfg(feature = "foxglove")]
             if let Some(l) = live.as_mut() {
@@ -298,14 +302,13 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         return Err(why);
     }
     let last_k = records.last().map_or(0, |r| r.k);
-    let _ = sink.tasks(&stats_json, (last_k + 1) * SAMPLE_NS);
-    let counts = sink
-        .finish()
-        .map_err(|e| format!("finishing {}: {e}", out.mcap.display()))?;
+    let write_error = write_error.or_else(|| {
+        sink.tasks(&stats_json, (last_k + 1) * SAMPLE_NS)
+            .err()
+            .map(|e| format!("writing the task statistics: {e}"))
+    });
+    let (counts, output_error) = sink.close(write_error);
     let mut error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
-    if error.is_none() {
-        error = write_error;
-    }
     if let Some(e) = plant_error {
         error.get_or_insert(format!("stopping the plant: {e}"));
     }
@@ -322,13 +325,14 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     } else {
         cpu.iter().sum::<u64>() as f64 / cpu.len() as f64
     };
-    let data = GimbalData {
+    let mut data = GimbalData {
         duration_s: cfg.duration_s,
         steps: cfg.steps.to_string(),
         seed: cfg.seed,
         soft,
         interrupted,
         error,
+        output_error,
         cpu_dma_latency_us: dma
             .as_ref()
             .map(preempt_io::sys::cpu::CpuDmaLatency::target_us),
@@ -369,7 +373,11 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         },
         explained: result::ExplainOutcome::of(explained),
     };
-    write_json(&out.json, &data)?;
+    if let Err(e) = write_json(&out.json, &data) {
+        // The caller still gets the figures (the CLI writes them again, with a fallback).
+        eprintln!("gimbal: {e}");
+        data.output_error.get_or_insert(e);
+    }
     Ok((data, out))
 }
 
@@ -415,18 +423,27 @@ pub fn result_json(data: &GimbalData) -> serde_json::Value {
         "schema_version": 1,
         "tool": {"name": "preempt-gimbal", "version": env!("CARGO_PKG_VERSION")},
         "kind": "demo_gimbal",
-        "complete": !data.interrupted,
+        // The run's final word (a run stopped early is `interrupted`, not incomplete).
+        "complete": true,
         "interrupted": data.interrupted,
         "soft": data.soft,
         "data": data,
     })
 }
 
-/// Writes [`result_json`] to `path`.
+/// Writes [`result_json`] to `path`, through a temporary file beside it and a rename: a
+/// full disk or a second Ctrl-C never leaves a cut or empty file, only the earlier one.
 ///
 /// # Errors
 /// Write errors, naming the path.
 pub fn write_json(path: &Path, data: &GimbalData) -> Result<(), String> {
     let text = serde_json::to_string_pretty(&result_json(data)).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let written = std::fs::write(&tmp, text + "\n").and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
 }

@@ -201,6 +201,10 @@ pub struct GimbalData {
     pub interrupted: bool,
     /// Why the run stopped early, if it did.
     pub error: Option<String>,
+    /// An optional output that could not be written (the MCAP recording's tail, the demo's
+    /// own JSON): the figures are complete and kept, only that file is missing or cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_error: Option<String>,
     /// The `/dev/cpu_dma_latency` target held during the run, µs (`null`: not held, idle
     /// CPUs could halt).
     #[serde(default)]

@@ -317,6 +317,35 @@ impl JsonMcap {
         Ok(counts)
     }
 
+    /// Ends a recording that is optional to its run: finished and renamed into place when
+    /// every write succeeded (`failed` is `None`), else removed, so that its disk space goes
+    /// to the run's figures (a full disk is the usual cause). Returns the messages written per
+    /// channel and, when the recording is lost, why (the run's `output_error`).
+    pub fn close(self, failed: Option<String>) -> (Vec<u64>, Option<String>) {
+        let (path, part, counts) = (self.path.clone(), self.part.clone(), self.counts.clone());
+        let why = match failed {
+            Some(why) => {
+                self.discard();
+                why
+            }
+            None => match self.finish() {
+                Ok(counts) => return (counts, None),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&part);
+                    format!("finishing it: {e}")
+                }
+            },
+        };
+        (
+            counts,
+            Some(format!(
+                "the MCAP recording {} could not be written ({why}); it was removed, the \
+                 figures are kept",
+                path.display()
+            )),
+        )
+    }
+
     /// Drops the recording of a run that never started: its file is removed and a file of
     /// the same name from an earlier run, if any, is left as it was.
     pub fn discard(self) {
@@ -402,6 +431,12 @@ impl McapSink {
     /// Write errors.
     pub fn finish(self) -> io::Result<Counts> {
         self.0.finish().map(|c| Counts::of(&c))
+    }
+
+    /// Ends the recording ([`JsonMcap::close`]): finished, or removed after a failed write.
+    pub fn close(self, failed: Option<String>) -> (Counts, Option<String>) {
+        let (c, why) = self.0.close(failed);
+        (Counts::of(&c), why)
     }
 
     /// Drops the recording of a run that never started ([`JsonMcap::discard`]).

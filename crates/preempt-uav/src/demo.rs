@@ -165,17 +165,23 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
     let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
     let soft = preempt::soft_requested();
 
-    sink.describe(&[
-        ("policy", cfg.policy.label.clone()),
-        ("stress", cfg.stress.clone()),
-        ("seed", cfg.seed.to_string()),
-        ("soft", soft.to_string()),
-    ])
-    .map_err(|e| format!("--out: {e}"))?;
     let reference = crate::reference::run(cfg.seed, &cfg.mission, samples)?;
-    for r in &reference {
-        sink.write(Topic::Reference, r).map_err(|e| e.to_string())?;
-    }
+    // The recording is optional, the figures are not: a write that fails (disk full) stops
+    // the recording, not the flight.
+    let mcap_error = sink
+        .describe(&[
+            ("policy", cfg.policy.label.clone()),
+            ("stress", cfg.stress.clone()),
+            ("seed", cfg.seed.to_string()),
+            ("soft", soft.to_string()),
+        ])
+        .and_then(|()| {
+            reference
+                .iter()
+                .try_for_each(|r| sink.write(Topic::Reference, r))
+        })
+        .err()
+        .map(|e| format!("writing the reference: {e}"));
 
     let sim_cfg = PlantConfig {
         seed: cfg.seed,
@@ -196,7 +202,7 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         "uav-recorder",
         rx,
         Arc::clone(&finished),
-        (records, sink, None::<String>),
+        (records, sink, mcap_error),
         |(records, sink, error), r: FlightRecord| {
             if error.is_none() {
                 if let Err(e) = sink.write(Topic::State, &r) {
@@ -254,9 +260,8 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
             "the controller could not start (see the message above: real-time privileges, or PREEMPT_SOFT=1)".into()
         }));
     }
-    sink.finish()
-        .map_err(|e| format!("finishing {}: {e}", out.mcap.display()))?;
-    let mut error = app_error.or(write_error);
+    let output_error = sink.close(write_error);
+    let mut error = app_error;
     if let Some(e) = sim_error {
         error.get_or_insert(format!("stopping the simulator: {e}"));
     }
@@ -274,6 +279,7 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         soft,
         interrupted,
         error,
+        output_error,
         expected_steps: expected,
         telemetry_lost: lost,
         sim: counters,
@@ -314,7 +320,8 @@ pub fn result_json(data: &UavData) -> serde_json::Value {
         "schema_version": 1,
         "tool": {"name": "preempt-uav", "version": env!("CARGO_PKG_VERSION")},
         "kind": "demo_uav",
-        "complete": !data.interrupted,
+        // The run's final word (a run stopped early is `interrupted`, not incomplete).
+        "complete": true,
         "interrupted": data.interrupted,
         "soft": data.soft,
         "data": data,

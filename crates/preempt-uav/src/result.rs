@@ -80,6 +80,10 @@ pub struct FlightCell {
     pub interrupted: bool,
     /// Why it stopped early, or why it did not fly.
     pub error: Option<String>,
+    /// An optional output that could not be written (the MCAP recording's tail): the
+    /// figures are complete and kept, only that file is missing or cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_error: Option<String>,
     /// Release latency (job start − scheduled release), ns, from preempt's own accounting of
     /// the `control` task (the runtime's release times); the per-step series and box plot
     /// measure against the app's 4 ms grid instead (see `latency_box_us`).

@@ -142,6 +142,12 @@ impl McapSink {
     pub fn discard(self) {
         self.0.discard();
     }
+
+    /// Ends the recording ([`JsonMcap::close`]): finished, or removed after a failed write;
+    /// returns why it was lost, if it was.
+    pub fn close(self, failed: Option<String>) -> Option<String> {
+        self.0.close(failed).1
+    }
 }
 
 fn counts(c: &[u64]) -> [u64; 2] {

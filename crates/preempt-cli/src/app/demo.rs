@@ -14,11 +14,11 @@ use preempt_gimbal::result::GimbalData;
 
 use crate::cli::{GimbalArgs, HistoryArgs};
 use crate::config::{self, StressConfig};
-use crate::error::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, usage};
+use crate::error::{EXIT_FAILURE, EXIT_OK, PrivilegeError, usage};
 use crate::export::Sink;
 use crate::measure;
 use crate::results::RunResult;
-use crate::session::Session;
+use crate::session::{Saved, Session};
 use crate::stress::{self, StressGuard};
 use crate::warnings::Warning;
 
@@ -54,31 +54,90 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
     );
     let outcome = demo::run(&cfg, &stop);
     drop(guard);
-    let (data, out) = outcome.map_err(|e| anyhow::anyhow!(e))?;
+    let (data, out) = outcome.map_err(start_failure)?;
     if data.interrupted {
         session.warnings.push(Warning::Interrupted);
     }
+    // The final file: complete (this is the run's last word), interrupted when it was.
     let mut file = session.file(RunResult::DemoGimbal(Box::new(data.clone())));
-    file.complete = !data.interrupted;
     file.interrupted = data.interrupted;
     // The result file (atomically, over the demo's own JSON; a fallback file if that fails)
     // and the history record, as every measuring command does.
     let saved = session.save(&file);
     print(&data)?;
     eprintln!(
-        "preempt: results in {} (kind demo_gimbal) and {} (open it in Foxglove)",
+        "preempt: results in {} (kind demo_gimbal){}",
         out.json.display(),
-        out.mcap.display()
+        if data.output_error.is_none() {
+            format!(" and {} (open it in Foxglove)", out.mcap.display())
+        } else {
+            String::new()
+        }
     );
-    let code = if let Some(e) = &data.error {
-        eprintln!("preempt: the demo stopped early: {e} (results so far kept, marked interrupted)");
+    exit(
+        saved,
+        stop.load(Relaxed) || data.interrupted,
+        data.error.as_deref(),
+        data.output_error.as_deref(),
+        "the demo",
+    )
+}
+
+/// Highest task priority of the demos' controllers (`p90` in both apps): what the runtime's
+/// readiness check asks SCHED_FIFO for.
+const CONTROLLER_PRIORITY: u8 = 90;
+
+/// The error of a demo whose controller could not start (`why`, from the demo): a
+/// [`PrivilegeError`] (exit 3) when this process lacks what the runtime's readiness check
+/// needs for real-time executors (SCHED_FIFO at p90: CAP_SYS_NICE or RLIMIT_RTPRIO; mlockall:
+/// CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK), else a plain failure (exit 1).
+pub(super) fn start_failure(why: String) -> anyhow::Error {
+    if !preempt::soft_requested() && lacks_real_time_privilege(CONTROLLER_PRIORITY) {
+        anyhow::Error::new(PrivilegeError(why))
+    } else {
+        anyhow::anyhow!(why)
+    }
+}
+
+fn lacks_real_time_privilege(priority: u8) -> bool {
+    use preempt_io::sys::caps::{self, Capability};
+    use preempt_io::sys::limits;
+    let has = |c| caps::has_effective(c).unwrap_or(false);
+    let fifo =
+        has(Capability::SysNice) || limits::rtprio().is_ok_and(|l| l.allows(u64::from(priority)));
+    let lock = has(Capability::IpcLock) || limits::memlock().is_ok_and(|l| l.soft.is_none());
+    !(fifo && lock)
+}
+
+/// The exit of a demo whose results are saved: 1 when it stopped on an `error` (the plant or
+/// the controller failed), 130/143 when a signal stopped it, else 0; an optional output that
+/// failed (`output_error`: the MCAP's tail) is said and turns a success into 1, the figures
+/// being written already.
+pub(super) fn exit(
+    saved: Saved,
+    stopped: bool,
+    error: Option<&str>,
+    output_error: Option<&str>,
+    what: &str,
+) -> Result<u8> {
+    let code = if let Some(e) = error {
+        eprintln!("preempt: {what} stopped early: {e} (results so far kept, marked interrupted)");
         EXIT_FAILURE
-    } else if stop.load(Relaxed) || data.interrupted {
-        EXIT_INTERRUPTED
+    } else if stopped {
+        measure::interrupted_exit_code()
     } else {
         EXIT_OK
     };
-    saved.exit(code)
+    match output_error {
+        Some(e) if code == EXIT_OK && saved.error.is_none() => Err(anyhow::anyhow!(
+            "{e}; the figures were written (result file and history) before it"
+        )),
+        Some(e) => {
+            eprintln!("preempt: {e}");
+            saved.exit(code)
+        }
+        None => saved.exit(code),
+    }
 }
 
 /// A demo's run session (shared with `demo uav`): `DIR/STEM.json` and `DIR/STEM.mcap` checked
@@ -110,6 +169,7 @@ pub(super) fn start_session(
         &[&files.mcap],
         history.config(),
     )?;
+    session.lock_dir(dir, "--out")?;
     session.add_machine_warnings(&[0]);
     Ok(session)
 }

@@ -58,6 +58,7 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
         &[&summary_json, &summary_csv],
         a.history.config(),
     )?;
+    session.lock_dir(&a.out_dir, "--out-dir")?;
     let cfg = matrix::MatrixConfig {
         period_ns,
         duration_ns,

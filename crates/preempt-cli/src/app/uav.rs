@@ -21,7 +21,7 @@ use preempt_uav::result::FlightCell;
 
 use crate::cli::UavArgs;
 use crate::config::{self, StressConfig};
-use crate::error::{EXIT_FAILURE, EXIT_OK, usage};
+use crate::error::{EXIT_OK, usage};
 use crate::export::Sink;
 use crate::measure::matrix::slug;
 use crate::results::{ResultFile, RunResult};
@@ -132,34 +132,33 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     );
     let outcome = demo::fly(&cfg, &stop);
     drop(guard);
-    let (cell, out) = outcome.map_err(|e| anyhow::anyhow!(e))?;
+    let (cell, out) = outcome.map_err(super::demo::start_failure)?;
     let data = demo::single(&cfg, cell);
     let saved = session.save(&result_file(&session, &data));
     print(&data, &mut std::io::stdout().lock())?;
-    eprintln!(
-        "preempt: results in {} (kind demo_uav) and {} (open it in Foxglove)",
-        out.json.display(),
-        out.mcap.display()
-    );
     let c = &data.cells[0];
-    let code = if let Some(e) = &c.error {
-        eprintln!(
-            "preempt: the flight stopped early: {e} (results so far kept, marked interrupted)"
-        );
-        EXIT_FAILURE
-    } else if stop.load(Relaxed) || data.interrupted {
-        measure::interrupted_exit_code()
-    } else {
-        EXIT_OK
-    };
-    saved.exit(code)
+    eprintln!(
+        "preempt: results in {} (kind demo_uav){}",
+        out.json.display(),
+        if c.output_error.is_none() {
+            format!(" and {} (open it in Foxglove)", out.mcap.display())
+        } else {
+            String::new()
+        }
+    );
+    super::demo::exit(
+        saved,
+        stop.load(Relaxed) || data.interrupted,
+        c.error.as_deref(),
+        c.output_error.as_deref(),
+        "the flight",
+    )
 }
 
-/// The session's result file of `data`, marked interrupted (complete: false, and an
-/// `interrupted` warning) while the flight or the matrix has not finished.
+/// The session's final result file of `data` (complete: it is the run's last word), marked
+/// interrupted (and an `interrupted` warning) when the flight or the matrix stopped early.
 fn result_file(session: &Session, data: &UavData) -> ResultFile {
     let mut file = session.file(RunResult::DemoUav(Box::new(data.clone())));
-    file.complete = !data.interrupted;
     file.interrupted = data.interrupted;
     if data.interrupted {
         file.warnings
@@ -261,8 +260,12 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
         .map(|s| policy_row(s).map(|r| (*s, r)))
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!(e))?;
-    crate::export::create_output_dir(&a.out)
-        .with_context(|| format!("--out {}", a.out.display()))?;
+    crate::export::create_output_dir(&a.out).map_err(|e| {
+        usage(format!(
+            "--out {}: {e:#}; choose a directory you can write",
+            a.out.display()
+        ))
+    })?;
     let summary = a.out.join("uav.json");
     let mut session = Session::start(
         "demo_uav",
@@ -271,6 +274,7 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
         &[],
         a.history.config(),
     )?;
+    session.lock_dir(&a.out, "--out")?;
     session.add_machine_warnings(&[0]);
     let stop = measure::install_stop_flag()?;
     let mut data = UavData {
@@ -284,7 +288,12 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
         cells: Vec::new(),
     };
     // Written (marked partial) before anything flies, rewritten after every cell.
-    session.write_partial(&result_file(&session, &data))?;
+    let partial_file = |session: &Session, d: &UavData| {
+        let mut f = result_file(session, d);
+        f.complete = false;
+        f
+    };
+    session.write_partial(&partial_file(&session, &data))?;
     let total = rows.len() * 2;
     eprintln!(
         "preempt: UAV matrix, {total} flights of {:.1} s (8 policies x idle/heavy stress)",
@@ -317,7 +326,7 @@ fn matrix(a: &UavArgs, base: &FlightConfig, argv: Vec<String>) -> Result<u8> {
             data.cells.push(cell);
             let mut partial = data.clone();
             strip_series(&mut partial);
-            session.write_partial(&result_file(&session, &partial))?;
+            session.write_partial(&partial_file(&session, &partial))?;
         }
     }
     data.interrupted = stop.load(Relaxed) || data.cells.iter().any(|c| c.interrupted);

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::latency::{self, EnvFacts};
 use crate::config::StressTool;
@@ -215,7 +215,12 @@ pub fn cell_file(dir: &Path, level: &str, row: &str) -> std::path::PathBuf {
 
 /// Creates the output directory.
 pub fn prepare_dir(dir: &Path) -> Result<()> {
-    crate::export::create_output_dir(dir).with_context(|| format!("--out-dir {}", dir.display()))
+    crate::export::create_output_dir(dir).map_err(|e| {
+        crate::error::usage(format!(
+            "--out-dir {}: {e:#}; choose a directory you can write",
+            dir.display()
+        ))
+    })
 }
 
 #[cfg(test)]
