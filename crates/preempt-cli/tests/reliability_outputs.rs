@@ -12,24 +12,16 @@
 
 use std::io::BufReader;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStderr, Command, Output, Stdio};
 
 use serde_json::Value;
 
 mod support;
 
-/// The binary under test.
-fn bin() -> PathBuf {
-    std::env::var_os("PREEMPT_BIN").map_or_else(
-        || PathBuf::from(env!("CARGO_BIN_EXE_preempt")),
-        PathBuf::from,
-    )
-}
-
 /// `preempt ARGS` with a history database private to `dir`.
 fn preempt(dir: &Path) -> Command {
-    let mut c = Command::new(bin());
+    let mut c = Command::new(support::bin());
     c.env("PREEMPT_HISTORY", dir.join("history.sqlite"))
         .env_remove("PREEMPT_SOFT");
     c
@@ -57,7 +49,7 @@ fn unprivileged(dir: &Path) -> Command {
         "--inh-caps=-all",
         "--",
     ])
-    .arg(bin())
+    .arg(support::bin())
     .env("PREEMPT_HISTORY", dir.join("history.sqlite"))
     .env("HOME", dir)
     .env_remove("PREEMPT_SOFT")

@@ -195,8 +195,9 @@ pub fn hand_over(path: &Path) {
 /// Reads a result file written by any exporter-compatible producer (JSON), checking the schema
 /// version. For `report`/`compare`: the error names the file.
 pub fn read_json(path: &Path) -> Result<ResultFile> {
-    let text =
-        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = crate::results::input::read_limited(path, crate::results::input::MAX_RESULT_BYTES)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{} is not text (binary or corrupt)", path.display()))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not valid JSON", path.display()))?;
     let version = value

@@ -53,8 +53,10 @@ pub struct Trace {
 
 /// Reads a `--trace-samples` CSV (`thread,cpu,cycle,release_ns,wake_ns,latency_ns,...`).
 pub fn load_trace(path: &Path) -> Result<Trace> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes =
+        crate::results::input::read_limited(path, crate::results::input::MAX_TRACE_CSV_BYTES)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{} is not text (binary or corrupt)", path.display()))?;
     let mut lines = text.lines();
     let header = lines
         .next()

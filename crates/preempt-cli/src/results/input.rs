@@ -112,9 +112,54 @@ fn stem(p: &Path) -> String {
         .unwrap_or_else(|| p.display().to_string())
 }
 
+/// Largest result file `report`, `compare` and `history import` read: 256 MiB. The largest
+/// files preempt writes are the demos' (a 10 min gimbal run's `gimbal.json` with its series is
+/// about 140 MB: 0.75 MB for 3 s here); without a bound, `preempt report /dev/zero` grew to
+/// 11 GB resident in 5 s.
+pub const MAX_RESULT_BYTES: u64 = 256 << 20;
+
+/// Largest `--trace-samples` CSV `report` reads: 2 GiB (a 10 min run of two threads at
+/// 1 kHz is about 80 MB; the sample buffer itself is bounded by `MAX_TRACE_BYTES`).
+pub const MAX_TRACE_CSV_BYTES: u64 = 2 << 30;
+
+/// Reads at most `limit` bytes of the text file `path` (a file, a pipe, a device): more is
+/// refused, naming the file and the limit, after reading no more than `limit + 1` bytes; a
+/// NUL byte in the first 4 KiB (binary data, `/dev/zero`) is refused at once.
+///
+/// # Errors
+/// The file cannot be read, is not text, or holds more than `limit` bytes.
+pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let read_err = || format!("cannot read {}", path.display());
+    let file = std::fs::File::open(path).with_context(read_err)?;
+    let mut reader = file.take(limit.saturating_add(1));
+    let mut bytes = Vec::new();
+    (&mut reader)
+        .take(4096)
+        .read_to_end(&mut bytes)
+        .with_context(read_err)?;
+    if bytes.contains(&0) {
+        bail!(
+            "{} is not text (binary data, or a device such as /dev/zero); give a preempt \
+             result, a --trace-samples CSV or cyclictest output",
+            path.display()
+        );
+    }
+    reader.read_to_end(&mut bytes).with_context(read_err)?;
+    if bytes.len() as u64 > limit {
+        bail!(
+            "{} is larger than {} MiB, the most preempt reads from one file: it is not a \
+             file preempt wrote; give the result file itself",
+            path.display(),
+            limit >> 20
+        );
+    }
+    Ok(bytes)
+}
+
 /// Loads one file.
 pub fn load_path(path: &Path) -> Result<Input> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = read_limited(path, MAX_RESULT_BYTES)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{} is not text (binary or corrupt)", path.display()))?;
     let loaded = parse_text(&text, &path.display().to_string())?;

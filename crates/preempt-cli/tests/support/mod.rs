@@ -93,3 +93,13 @@ pub(crate) fn read_json(path: &std::path::Path) -> serde_json::Value {
 pub(crate) fn sleep_ms(ms: u64) {
     std::thread::sleep(std::time::Duration::from_millis(ms));
 }
+
+/// The `preempt` binary under test: `PREEMPT_BIN` when set (CI points the reliability suite
+/// at the release build, the configuration users get), else the one cargo built for the
+/// tests.
+pub(crate) fn bin() -> std::path::PathBuf {
+    std::env::var_os("PREEMPT_BIN").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_BIN_EXE_preempt")),
+        std::path::PathBuf::from,
+    )
+}

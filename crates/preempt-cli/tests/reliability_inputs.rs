@@ -1,0 +1,73 @@
+//! Reliability: bounded inputs. Every file `report`, `compare` and `history import` read has
+//! a size limit and is refused with a message naming it when it is not text (`/dev/zero`
+//! grew `preempt report` to 11 GB resident in 5 s) or is larger than the limit, after
+//! reading at most the limit.
+//!
+//! The binary is `PREEMPT_BIN` when set (CI: the release build), else cargo's test build.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+mod support;
+
+#[test]
+fn report_compare_and_history_import_refuse_dev_zero_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: [&[&str]; 3] = [
+        &["report", "/dev/zero", "-o"],
+        &["compare", "/dev/zero", "/dev/zero"],
+        &["history", "import", "/dev/zero"],
+    ];
+    for args in runs {
+        let mut c = Command::new(support::bin());
+        c.env("PREEMPT_HISTORY", dir.path().join("h.sqlite"))
+            .args(args);
+        if args[0] == "report" {
+            c.arg(dir.path().join("report"));
+        }
+        let o = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("/dev/zero is not text"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn an_endless_text_input_is_refused_at_the_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(support::bin())
+        .env("PREEMPT_HISTORY", dir.path().join("h.sqlite"))
+        .args(["compare", "/dev/stdin", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Text without end (as `yes` would write), until preempt stops reading.
+    let writer = std::thread::spawn(move || {
+        let line = [
+            b"{\"schema_version\": 1, \"pad\": \"".as_slice(),
+            &[b'x'; 4000],
+        ]
+        .concat();
+        let mut sent: u64 = 0;
+        while stdin.write_all(&line).is_ok() {
+            sent += line.len() as u64;
+        }
+        sent
+    });
+    let o = child.wait_with_output().unwrap();
+    let sent = writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("/dev/stdin is larger than 256 MiB"),
+        "{stderr}"
+    );
+    // It stopped reading at the limit (plus what the pipe holds), not at the end of memory.
+    assert!(sent < (256 << 20) + (16 << 20), "{sent} bytes were read");
+}
