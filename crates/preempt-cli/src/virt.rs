@@ -191,23 +191,6 @@ impl Sources {
     }
 }
 
-/// The architecture `/proc/cpuinfo` describes, from the fields only that architecture's
-/// kernel writes.
-fn cpuinfo_arch(cpuinfo: &str) -> Option<&'static str> {
-    let has = |key: &str| {
-        cpuinfo
-            .lines()
-            .any(|l| l.split_once(':').is_some_and(|(k, _)| k.trim() == key))
-    };
-    if has("vendor_id") && has("flags") {
-        Some("x86_64")
-    } else if has("CPU implementer") && has("Features") {
-        Some("aarch64")
-    } else {
-        None
-    }
-}
-
 /// x86 CPUID hypervisor signatures (systemd `virt.c`, `detect_vm_cpuid`).
 const CPUID_SIGNATURES: &[(&str, &str)] = &[
     ("KVMKVMKVM", "kvm"),
@@ -271,7 +254,7 @@ impl Evidence {
 /// Judges the sources: `None` is bare metal.
 pub fn detect(s: &Sources) -> Option<Finding> {
     // 1. User-mode emulation: the kernel describes a CPU of another architecture.
-    if let Some(cpu_arch) = cpuinfo_arch(&s.cpuinfo) {
+    if let Some(cpu_arch) = preempt_io::sys::cpu::cpuinfo_arch(&s.cpuinfo) {
         if !s.binary_arch.is_empty() && s.binary_arch != cpu_arch {
             return Some(Finding {
                 kind: Kind::Emulated,

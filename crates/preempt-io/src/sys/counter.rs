@@ -15,8 +15,8 @@
 //! gives a fixed-point nanoseconds-per-tick factor; [`Calibration::ticks_to_ns`] converts a
 //! tick difference with one 64 × 64 → 128-bit multiply. The counter is used only where the
 //! kernel itself trusts it: [`usable`] says why not otherwise (x86: the clocksource is not
-//! `tsc`, so the kernel found the TSC unstable; other architectures: no user-readable
-//! counter).
+//! `tsc`, so the kernel found the TSC unstable; arm64 under qemu-user: the emulated counter
+//! moves in 1 µs steps; other architectures: no user-readable counter).
 //!
 //! # Why it works
 //! With the `tsc` clocksource the kernel has verified that the TSC runs at a constant rate,
@@ -146,7 +146,17 @@ pub fn usable() -> Result<(), String> {
     }
     #[cfg(target_arch = "aarch64")]
     {
-        Ok(())
+        // qemu-user (7.2) computes CNTVCT_EL0 from the host's gettimeofday: it advances in
+        // 1 µs steps (62 or 63 ticks at its 62.5 MHz CNTFRQ_EL0, measured) and follows the
+        // wall clock, which can be set back. CLOCK_MONOTONIC, passed to the host kernel, is
+        // the better clock there.
+        match super::cpu::user_mode_emulation() {
+            Some(host) => Err(format!(
+                "this arm64 binary runs under user-mode emulation on an {host} host, whose \
+                 CNTVCT_EL0 advances in 1 µs steps of the wall clock"
+            )),
+            None => Ok(()),
+        }
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {

@@ -130,6 +130,34 @@ pub fn hypervisor_cpuid_signature() -> Option<String> {
     }
 }
 
+/// The architecture a `/proc/cpuinfo` text describes, from the fields only that
+/// architecture's kernel writes (`vendor_id` and `flags` on x86_64; `CPU implementer` and
+/// `Features` on arm64); `None` for others.
+pub fn cpuinfo_arch(cpuinfo: &str) -> Option<&'static str> {
+    let has = |key: &str| {
+        cpuinfo
+            .lines()
+            .any(|l| l.split_once(':').is_some_and(|(k, _)| k.trim() == key))
+    };
+    if has("vendor_id") && has("flags") {
+        Some("x86_64")
+    } else if has("CPU implementer") && has("Features") {
+        Some("aarch64")
+    } else {
+        None
+    }
+}
+
+/// `Some(host architecture)` when this binary runs under user-mode emulation (qemu-user,
+/// usually started by binfmt_misc): the kernel's `/proc/cpuinfo` then describes the host's
+/// CPU, not the architecture this binary was built for. qemu-user does not translate every
+/// system call (no GPIO ioctls, no io_uring, termios rates above 460800 Bd lost in qemu 7.2),
+/// so tests use this to say why they take another path there.
+pub fn user_mode_emulation() -> Option<&'static str> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    cpuinfo_arch(&text).filter(|a| *a != std::env::consts::ARCH)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,8 @@
 //! deterministic: virtual time only moves when every executor is idle or a task says it
 //! consumed time (`preempt::sim::advance`).
 //!
-//! ```
+//! ```standalone_crate
+//! // Its own process: a simulated app of another doctest would install the mock clock.
 //! use preempt::time::driver::{self, Driver, System};
 //!
 //! let a = System.now_ns();
