@@ -1,4 +1,4 @@
-//! Regression tests of issue 12 ("the failures users hit when things go wrong"), each
+//! Regression tests of the failures users hit when things go wrong, each
 //! reproducing one reported failure with the real binary: outputs that lose a run, partial
 //! runs that pass a gate, runs missing from the history, a corrupt history database, an
 //! interrupted matrix cell shown as zeros, SIGTERM's exit code, missing privileges that exit 0.
