@@ -59,23 +59,33 @@ pub const RX_OFF: usize = 64;
 pub const STATS_OFF: usize = 128;
 /// Counter: plant steps taken.
 pub const STAT_STEPS: usize = STATS_OFF;
-/// Counter: steps that ran after the next step's due time (the plant fell a whole step
-/// behind its 40 kHz grid and caught up).
+/// Counter: grid steps that passed while the plant's loop wanted its CPU and did not run
+/// (a timer wake-up late past its event, or a gap in a spin).
 pub const STAT_LATE_STEPS: usize = STATS_OFF + 8;
-/// Counter: largest step lateness, ns.
+/// Counter: largest such gap, ns.
 pub const STAT_MAX_LATE_NS: usize = STATS_OFF + 16;
 /// Counter: transactions served.
 pub const STAT_TRANSFERS: usize = STATS_OFF + 24;
 /// Flags granted to the plant process: bit 0 SCHED_FIFO, bit 1 pinned, bit 63 running.
 pub const STAT_FLAGS: usize = STATS_OFF + 32;
-/// Counter: stalls, episodes in which the loop fell [`STALL_NS`] or more behind its grid
-/// (each counts once, however many steps it made late).
+/// Counter: stalls, gaps of [`STALL_NS`] or more in which the loop wanted its CPU and did
+/// not run (each counts once, however many steps it spans).
 pub const STAT_STALLS: usize = STATS_OFF + 40;
 /// Counter: stalls during which the loop's thread was preempted in the guest (its
 /// involuntary context switches grew): another thread ran on its CPU, e.g. the kernel's
 /// fair server giving starved SCHED_OTHER tasks their share. The other stalls had no
 /// switch: interrupts, or the hypervisor running something else on the vCPU.
 pub const STAT_STALLS_PREEMPTED: usize = STATS_OFF + 48;
+/// Counter: of the stalls, those in which the loop's thread waited on its runqueue for as long
+/// as the kernel's throttling window (80 % of it or more): the real-time class stopped on the
+/// plant's CPU by `sched_rt_runtime_us` or the fair server ([`crate::plant_rt`],
+/// "Background").
+pub const STAT_THROTTLED: usize = STATS_OFF + 56;
+/// Counter: CPU time the plant's loop thread used, ns (published every 10 ms and at the end).
+pub const STAT_CPU_NS: usize = STATS_OFF + 64;
+/// Counter: wall time of the plant's loop since its grid started, ns, as of
+/// [`STAT_CPU_NS`]'s update: `cpu / wall` is the loop's duty cycle.
+pub const STAT_WALL_NS: usize = STATS_OFF + 72;
 /// Lateness that makes a stall: 1 ms, 40 steps (more than a wake-up, as long as a
 /// scheduler time slice or a throttled real-time class).
 pub const STALL_NS: u64 = 1_000_000;

@@ -4,36 +4,62 @@
 //! [`PlantModel`]: the gimbal's [`Plant`] and `preempt-uav`'s quadrotor run on the same loop.
 //!
 //! ```text
-//!  one thread (SCHED_FIFO P, pinned):
+//!  one thread (SCHED_FIFO P, pinned), steps integrated lazily on a fixed grid (t0 + j·STEP_NS):
 //!  loop:
-//!    step j due (t0 + j·STEP_NS)?       -> plant.step(command), sensors latched, j += 1
-//!                                          (late if the next step was already due)
-//!    transfer under way, BUS_NS over?   -> command <- its TX frame, write(done)
-//!    doorbell rung (non-blocking read)? -> RX <- sensors, TX <- page, transfer starts
-//!    else, a plant that SLEEPS: epoll on the doorbell and a timerfd at
-//!         min(next step, next expected doorbell) − WAKE_EARLY_NS, then spin the rest
+//!    transfer under way, BUS_NS over?   -> integrate the steps due up to the latch time with
+//!                                          the old command; command <- its TX frame; write(done)
+//!    doorbell rung (non-blocking read)? -> integrate the steps due up to now; RX <- sensors,
+//!                                          TX <- page, transfer starts
+//!    else, SLEEP: epoll on the doorbell and a timerfd at the next doorbell expected (the
+//!         controller's last interval) − WAKE_EARLY_NS, then spin the rest
 //! ```
 //!
-//! **Why it polls, and why not always.** A separate board's timer and SPI slave never sleep.
-//! On the machine this was built on (a 2-vCPU VM) a thread that sleeps between steps pays a
-//! timer wake-up of ~20 µs each time, most of the gimbal's 25 µs step: the first design, a step
-//! thread sleeping with `clock_nanosleep` and a bus thread woken by the doorbell, used 91 % +
-//! 30 % of the plant's CPU (`ps`, a 3 s run) and fell behind its grid. A loop that never sleeps
-//! keeps the grid but starves the CPU's SCHED_OTHER tasks, and the kernel's fair server then
-//! takes the CPU from it for ~50 ms once a second (measured: 4.5–5 % of the gimbal's steps late,
-//! in stalls of 52 ms; the quadrotor: 16 gaps of 40–56 ms in a 14 s flight). So a plant that
-//! [sleeps](PlantModel::SLEEPS) arms its timer [`PlantModel::WAKE_EARLY_NS`] before the next
-//! step or the next doorbell it expects (the controller's last interval) and spins the rest:
-//! a wake-up shorter than that costs nothing, and the gaps let the CPU's other tasks run in
-//! small pieces (the gimbal: 0.6 % of steps late, no fair-server stall; docs/PERFORMANCE.md,
-//! "The gimbal demonstrator"). One thread also needs no lock between the step and the bus: the
-//! command a step uses is always one whole frame.
+//! # Background
+//! A separate board's timer and SPI slave never sleep. On the machine this was built on (a
+//! 2-vCPU VM) a thread that sleeps between 25 µs steps pays a ~20 µs timer wake-up each time;
+//! a loop that polls between them keeps the grid but holds its CPU for more than 95 % of the
+//! time at real-time priority. The kernel then takes that CPU from it for ~50 ms once a
+//! second: the real-time class may use `sched_rt_runtime_us` of every `sched_rt_period_us`
+//! (950 000 of 1 000 000 µs by default). Measured here (kernel 6.18, AMD EPYC, a SCHED_FIFO
+//! spinner on CPU 1, `/sys/kernel/debug/sched/debug` sampled every 10 ms): with a SCHED_OTHER
+//! task waiting on that CPU the *fair server* (`dl_server`, kernel ≥ 6.12, 50 ms every 1 s)
+//! runs it once the real-time class has used 950 ms, before `rt_throttled` is ever set; with
+//! none waiting, RT throttling proper sets `rt_throttled` at 951.9 ms and the CPU idles; with
+//! `sched_rt_runtime_us` = −1 the fair server still takes 52–54 ms a second. Either way the
+//! spinner stops for 50–54 ms. The earlier versions of this loop (polling, then sleeping the
+//! ~10 µs gaps between steps and spinning from 15 µs before each) stayed near that limit:
+//! 4.5–5 % of the steps late on this host, 4.7 % and 47 ms stalls on an Intel Xeon host.
+//!
+//! # Solution
+//! The plant's inputs change only at the bus: the command is zero-order-hold between two
+//! latches, and the sensors are read only at a doorbell. So the loop integrates lazily: at a
+//! doorbell it integrates every step due up to that instant, and before it latches a new
+//! command it integrates every step due up to the latch with the old one. Between exchanges
+//! it sleeps, and spins only from [`PlantModel::WAKE_EARLY_NS`] before the doorbell it expects
+//! and through the transfer's [`PlantModel::BUS_NS`]: the gimbal's loop uses about a third of
+//! its CPU instead of nearly all of it (docs/PERFORMANCE.md, "The plant under the real-time
+//! throttle").
+//!
+//! # Why it works
+//! Step `j` is due at `t0 + j·STEP_NS`. A loop that runs every step on time integrates step
+//! `j` with the command latched at or before its due time (a step due at the instant of a
+//! latch runs first, with the old command), and a doorbell at `t` sees the state after every
+//! step due at or before `t`. [`Grid::advance_to`] integrates exactly those steps, with the
+//! same commands, in the same order, and the model draws its noise per step: the states and
+//! the sensor frames are identical, bit for bit (test
+//! `lazy_integration_matches_stepping_every_step_on_time`). What the lazy loop gives up is
+//! nothing the controller can observe: the state between two bus events.
 //!
 //! The loop keeps its grid whatever the controller does: a late command acts late, as on the
-//! robot. A step that runs when the next one is already due is counted late
-//! ([`frame::STAT_LATE_STEPS`]) and the loop catches up step by step (simulated time never
-//! slips against the clock); an episode of [`frame::STALL_NS`] or more behind is a stall
-//! ([`frame::STAT_STALLS`]). A transfer never delays a step: steps come first on every turn.
+//! robot. Whenever the loop wanted its CPU and did not have it (a timer wake-up later than the
+//! event it was armed for, or a gap between two turns of a spin), the grid steps in that gap
+//! are counted late ([`frame::STAT_LATE_STEPS`]); a gap of [`frame::STALL_NS`] or more is a
+//! stall ([`frame::STAT_STALLS`]), and a stall in which the thread waited on its runqueue
+//! (`run_delay` in `/proc/thread-self/schedstat`) for as long as the kernel's throttling
+//! window is counted throttled ([`frame::STAT_THROTTLED`]): at SCHED_FIFO 95 nothing else
+//! keeps it runnable that long.
+//! The loop's own CPU time and wall time are published ([`frame::STAT_CPU_NS`],
+//! [`frame::STAT_WALL_NS`]): the demo reports the plant's duty cycle from them.
 
 use std::io;
 use std::sync::Arc;
@@ -71,19 +97,12 @@ pub trait PlantModel: Send + 'static {
     /// Steps taken.
     fn steps(&self) -> u64;
     /// Flag bits of [`frame::STAT_FLAGS`] this plant sets (e.g. a crash), checked after each
-    /// step.
+    /// integration.
     fn flags(&self) -> u64 {
         0
     }
-    /// Whether the loop sleeps between events (the next step's due time on a timerfd and
-    /// the doorbell, in one epoll) instead of polling. A real-time thread that never sleeps
-    /// has its CPU taken for ~50 ms every second by the kernel's fair server (the quadrotor's
-    /// 1 ms loop, polling: 16 gaps of 40–56 ms in a 14 s flight, each 10 missed control
-    /// periods; the gimbal's: 4.5–5 % of its steps late); a fast plant combines it with
-    /// [`WAKE_EARLY_NS`](PlantModel::WAKE_EARLY_NS).
-    const SLEEPS: bool = false;
-    /// A sleeping loop's timer fires this long before the step is due, and the loop spins
-    /// the rest: a wake-up shorter than this costs the step nothing.
+    /// The loop's timer fires this long before the doorbell it expects, and the loop spins
+    /// the rest: a wake-up shorter than this costs the exchange nothing.
     const WAKE_EARLY_NS: u64 = 0;
 }
 
@@ -91,8 +110,7 @@ impl PlantModel for Plant {
     const NAME: &'static str = "gimbal-plant";
     const STEP_NS: u64 = STEP_NS;
     const BUS_NS: u64 = frame::BUS_NS;
-    // 25 µs steps: sleep the ~10 µs gaps, wake 15 µs early (most wake-ups here take less).
-    const SLEEPS: bool = true;
+    // Wake 15 µs before the doorbell expected every 100 µs (most wake-ups here take less).
     const WAKE_EARLY_NS: u64 = 15_000;
 
     fn step(&mut self, command: &[u8; SLOT_LEN]) {
@@ -130,6 +148,16 @@ pub struct PlantConfig {
 /// with an error instead of spinning behind its grid forever.
 pub const MAX_LAG_NS: u64 = 1_000_000_000;
 
+/// The longest the loop sleeps with no doorbell expected: it wakes at least this often to
+/// integrate, publish its counters and see `stop` (1 kHz: about 2 % of a CPU here).
+const IDLE_WAKE_NS: u64 = 1_000_000;
+
+/// A doorbell interval longer than this is not taken as the controller's period.
+const MAX_PERIOD_NS: u64 = 10_000_000;
+
+/// How often the loop publishes its CPU time (one `getrusage` each).
+const CPU_PUBLISH_NS: u64 = 10_000_000;
+
 fn apply_rt(name: &str, cfg: &PlantConfig, page: &SharedMap) {
     let mut flags = 0;
     if let Some(cpu) = cfg.cpu {
@@ -149,51 +177,196 @@ fn apply_rt(name: &str, cfg: &PlantConfig, page: &SharedMap) {
     page.fetch_or_u64(frame::STAT_FLAGS, flags);
 }
 
+/// A plant on its step grid, integrated lazily: step `j` (from 1) is due at
+/// `t0 + j·STEP_NS`, and [`Grid::advance_to`] integrates every step due up to an instant
+/// with the command in force. See the module's "Why it works".
+pub struct Grid<M> {
+    plant: M,
+    t0: u64,
+    /// Steps integrated.
+    done: u64,
+    command: [u8; SLOT_LEN],
+}
+
+impl<M: PlantModel> Grid<M> {
+    /// `plant` at rest at `t0_ns` (CLOCK_MONOTONIC), the command all zero.
+    pub fn new(plant: M, t0_ns: u64) -> Grid<M> {
+        Grid {
+            plant,
+            t0: t0_ns,
+            done: 0,
+            command: [0; SLOT_LEN],
+        }
+    }
+
+    /// Integrates every step due at or before `t_ns`; returns how many it took.
+    pub fn advance_to(&mut self, t_ns: u64) -> u64 {
+        let due = t_ns.saturating_sub(self.t0) / M::STEP_NS;
+        let n = due.saturating_sub(self.done);
+        for _ in 0..n {
+            self.plant.step(&self.command);
+        }
+        self.done += n;
+        n
+    }
+
+    /// Latches a new command at `t_ns`: the steps due up to then run with the old one.
+    pub fn latch(&mut self, t_ns: u64, command: [u8; SLOT_LEN]) {
+        self.advance_to(t_ns);
+        self.command = command;
+    }
+
+    /// The sensor frame after the latest step, stamped with that step's grid time (µs
+    /// since `t0`).
+    pub fn sensors(&mut self) -> [u8; SLOT_LEN] {
+        let stamp_us = u32::try_from(self.done * M::STEP_NS / 1000).unwrap_or(u32::MAX);
+        self.plant.sensors(stamp_us)
+    }
+
+    /// The plant.
+    pub fn plant(&self) -> &M {
+        &self.plant
+    }
+}
+
+/// The kernel's throttling window, ns: the real-time class is stopped for
+/// `sched_rt_period_us − sched_rt_runtime_us` of every period, and the fair server (kernel
+/// ≥ 6.12) runs starved SCHED_OTHER tasks for 50 ms of every second by default
+/// (`/sys/kernel/debug/sched/fair_server/cpuN/runtime`, which kernel lockdown may hide). The
+/// shorter of the two, since whichever comes first stops the loop.
+fn throttle_window_ns() -> u64 {
+    const FAIR_SERVER_NS: u64 = 50_000_000;
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+    };
+    match (
+        read("/proc/sys/kernel/sched_rt_runtime_us"),
+        read("/proc/sys/kernel/sched_rt_period_us"),
+    ) {
+        (Some(runtime), Some(period)) if runtime >= 0 && period > runtime => {
+            u64::try_from(period - runtime)
+                .map_or(FAIR_SERVER_NS, |us| (us * 1_000).min(FAIR_SERVER_NS))
+        }
+        _ => FAIR_SERVER_NS,
+    }
+}
+
+/// The calling thread's time spent runnable but not running (`run_delay`, the second field
+/// of `/proc/thread-self/schedstat`), ns: what the kernel kept the thread waiting for its CPU.
+/// Read with `pread` on a descriptor opened once by the thread itself.
+struct RunDelay {
+    file: Option<std::fs::File>,
+}
+
+impl RunDelay {
+    /// Opens the calling thread's schedstat (None inside: the kernel lacks schedstat, and
+    /// [`RunDelay::read`] answers 0).
+    fn open() -> RunDelay {
+        RunDelay {
+            file: std::fs::File::open("/proc/thread-self/schedstat").ok(),
+        }
+    }
+
+    fn read(&self) -> u64 {
+        use std::os::unix::fs::FileExt;
+        let Some(f) = &self.file else { return 0 };
+        let mut buf = [0_u8; 96];
+        let n = f.read_at(&mut buf, 0).unwrap_or(0);
+        std::str::from_utf8(&buf[..n])
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
 /// The loop's lateness bookkeeping, published to the page as it changes.
-#[derive(Default)]
 struct Lateness {
     late: u64,
     max: u64,
     stalls: u64,
-    stalled: bool,
     preempted: u64,
+    throttled: u64,
     switches: u64,
+    /// A stall in which the thread waited this long on its runqueue is counted throttled
+    /// (80 % of [`throttle_window_ns`]: the windows measured here were 50–54 ms of 50).
+    throttle_min_ns: u64,
+    run_delay: RunDelay,
+    /// `run_delay` as of the last [`Lateness::sample`] (every 10 ms) or stall.
+    waited_ns: u64,
 }
 
 impl Lateness {
+    fn new() -> Lateness {
+        Lateness {
+            late: 0,
+            max: 0,
+            stalls: 0,
+            preempted: 0,
+            throttled: 0,
+            switches: Self::involuntary_switches(),
+            throttle_min_ns: throttle_window_ns() * 4 / 5,
+            run_delay: RunDelay::open(),
+            waited_ns: 0,
+        }
+        .sampled()
+    }
+
+    fn sampled(mut self) -> Lateness {
+        self.sample();
+        self
+    }
+
+    /// Notes the thread's `run_delay` now (the baseline of the next stall).
+    fn sample(&mut self) {
+        self.waited_ns = self.run_delay.read();
+    }
+
     fn involuntary_switches() -> u64 {
         thread::rusage_thread().map_or(0, |u| u.involuntary_switches)
     }
 
-    /// Accounts a step that ran `lateness` ns after its due time.
-    fn step(&mut self, lateness: u64, step_ns: u64, page: &SharedMap) -> io::Result<()> {
-        if lateness >= step_ns {
-            self.late += 1; // the next step is already due: this one ran a whole step late
+    /// Accounts a gap of `gap` ns in which the loop wanted its CPU and did not run.
+    fn gap(&mut self, gap: u64, step_ns: u64, page: &SharedMap) -> io::Result<()> {
+        if gap >= step_ns {
+            self.late += gap / step_ns; // the grid steps that passed while it could not run
             page.store_u64(frame::STAT_LATE_STEPS, self.late);
         }
-        if lateness >= frame::STALL_NS && !self.stalled {
+        if gap >= frame::STALL_NS {
             self.stalls += 1;
             page.store_u64(frame::STAT_STALLS, self.stalls);
-            // One system call per stall (not per step): was the loop switched out?
+            // A few system calls per stall (not per turn): was the loop switched out?
             let now = Self::involuntary_switches();
             if now > self.switches {
                 self.preempted += 1;
                 page.store_u64(frame::STAT_STALLS_PREEMPTED, self.preempted);
             }
             self.switches = now;
+            // Did the kernel keep it runnable for a throttling window? (A sleeping loop
+            // woken in the stop is not switched out, but waits on its runqueue all the
+            // same; host steal and interrupts do not count as waiting there.)
+            let waited = self.run_delay.read();
+            if waited.saturating_sub(self.waited_ns) >= self.throttle_min_ns
+                && gap >= self.throttle_min_ns
+            {
+                self.throttled += 1;
+                page.store_u64(frame::STAT_THROTTLED, self.throttled);
+            }
+            self.waited_ns = waited;
         }
-        self.stalled = lateness >= frame::STALL_NS;
-        if lateness > self.max {
-            self.max = lateness;
-            page.store_u64(frame::STAT_MAX_LATE_NS, lateness);
+        if gap > self.max {
+            self.max = gap;
+            page.store_u64(frame::STAT_MAX_LATE_NS, gap);
         }
-        if lateness > MAX_LAG_NS {
+        if gap > MAX_LAG_NS {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!(
-                    "the plant fell {:.1} s behind its grid and cannot catch up (is another \
-                     real-time thread taking its CPU? use another --plant-cpu)",
-                    lateness as f64 / 1e9
+                    "the plant could not run for {:.1} s (is another real-time thread taking \
+                     its CPU? use another --plant-cpu)",
+                    gap as f64 / 1e9
                 ),
             ));
         }
@@ -201,8 +374,7 @@ impl Lateness {
     }
 }
 
-/// The sleeping loop's wait ([`PlantModel::SLEEPS`]): the doorbell and a timer at the next
-/// step's due time in one epoll.
+/// The loop's wait: the doorbell and a timer in one epoll.
 struct Sleeper {
     epoll: Epoll,
     timer: TimerFd,
@@ -223,8 +395,8 @@ impl Sleeper {
     }
 
     /// Sleeps until `due_ns` or the doorbell, whichever is first (level-triggered: a
-    /// doorbell rung before the call returns at once).
-    fn wait(&mut self, due_ns: u64) -> io::Result<()> {
+    /// doorbell rung before the call returns at once); returns whether the timer fired.
+    fn wait(&mut self, due_ns: u64) -> io::Result<bool> {
         if self.armed_ns != due_ns {
             self.timer.set_absolute_ns(due_ns, 0)?;
             self.armed_ns = due_ns;
@@ -232,11 +404,10 @@ impl Sleeper {
         let mut events = [Event::default(); 2];
         self.epoll.wait(&mut events, None)?;
         match self.timer.read_expirations() {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
+            Ok(n) => Ok(n > 0),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
         }
-        Ok(())
     }
 }
 
@@ -246,14 +417,36 @@ struct Transfer {
     tx: [u8; SLOT_LEN],
 }
 
+/// The doorbell the controller will ring next if it keeps its period (the last interval
+/// between two), the first such instant not more than `spin_ns` past; None before two
+/// doorbells or when the interval is longer than [`MAX_PERIOD_NS`].
+fn next_bell(bells: (u64, u64), now: u64, spin_ns: u64) -> Option<u64> {
+    let interval = bells.1.saturating_sub(bells.0);
+    if bells.0 == 0 || interval == 0 || interval > MAX_PERIOD_NS {
+        return None;
+    }
+    let mut bell = bells.1 + interval;
+    if bell + spin_ns < now {
+        bell += (now - spin_ns - bell).div_ceil(interval) * interval;
+    }
+    Some(bell)
+}
+
+/// Publishes the loop's CPU time and wall time since `t0` (the duty cycle's two terms).
+fn publish_cpu(page: &SharedMap, t0: u64, now: u64) {
+    if let Ok(u) = thread::rusage_thread() {
+        page.store_u64(frame::STAT_CPU_NS, u.user_ns + u.system_ns);
+        page.store_u64(frame::STAT_WALL_NS, now.saturating_sub(t0));
+    }
+}
+
 /// Runs `plant` until `duration_ns`, `stop`, or a doorbell error. `doorbell` is a
-/// non-blocking eventfd (polled, or waited for with epoll by a plant that
-/// [sleeps](PlantModel::SLEEPS)). Counters go to `page` as they change.
+/// non-blocking eventfd. Counters go to `page` as they change.
 ///
 /// # Errors
-/// eventfd errors of the bus; the plant fell more than [`MAX_LAG_NS`] behind its grid.
+/// eventfd errors of the bus; the plant could not run for more than [`MAX_LAG_NS`].
 pub fn run<M: PlantModel>(
-    mut plant: M,
+    plant: M,
     cfg: &PlantConfig,
     page: Arc<SharedMap>,
     doorbell: EventFd,
@@ -261,49 +454,57 @@ pub fn run<M: PlantModel>(
     stop: &AtomicBool,
 ) -> io::Result<()> {
     apply_rt(M::NAME, cfg, &page);
-    let mut command = [0_u8; SLOT_LEN];
-    let mut sensors = plant.sensors(0);
     let mut transfer: Option<Transfer> = None;
     let (mut transfers, mut flags) = (0_u64, 0_u64);
-    let mut lateness = Lateness {
-        switches: Lateness::involuntary_switches(),
-        ..Lateness::default()
-    };
+    let mut lateness = Lateness::new();
+    let mut sleeper = Sleeper::new(&doorbell)?;
     let t0 = clock::monotonic_now_ns() + 1_000_000;
+    let mut grid = Grid::new(plant, t0);
     let end = cfg.duration_ns.map(|d| t0 + d);
     page.fetch_or_u64(frame::STAT_FLAGS, frame::FLAG_RUNNING);
-    let mut due = t0 + M::STEP_NS;
-    // The last two doorbells' times (a sleeping loop spins from WAKE_EARLY_NS before the
-    // next one it expects, as it does before a step).
+    // The last two doorbells' times (the loop spins from WAKE_EARLY_NS before the next one
+    // it expects).
     let mut bells = (0_u64, 0_u64);
-    let mut sleeper = if M::SLEEPS {
-        Some(Sleeper::new(&doorbell)?)
-    } else {
-        None
-    };
+    // When the previous turn read the clock, if it did not sleep since (a longer gap is time
+    // the spinning loop lost its CPU).
+    let mut last_turn: Option<u64> = None;
+    let mut cpu_published = 0_u64;
     loop {
-        if end.is_some_and(|e| due > e) || stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
         let now = clock::monotonic_now_ns();
-        if now >= due {
-            lateness.step(now - due, M::STEP_NS, &page)?;
-            plant.step(&command);
-            let stamp_us = u32::try_from((now - t0) / 1000).unwrap_or(u32::MAX);
-            sensors = plant.sensors(stamp_us);
-            page.store_u64(frame::STAT_STEPS, plant.steps());
-            let f = plant.flags();
+        if let Some(last) = last_turn {
+            if now - last >= M::STEP_NS {
+                lateness.gap(now - last, M::STEP_NS, &page)?;
+            }
+        }
+        last_turn = Some(now);
+        let finished = end.is_some_and(|e| now >= e) || stop.load(Ordering::Relaxed);
+        // Integrate up to now, but never past a latch still to come: the steps after it
+        // take the new command.
+        let latch = transfer
+            .as_ref()
+            .map_or(u64::MAX, |t| t.start_ns + M::BUS_NS);
+        let stepped = grid.advance_to(now.min(latch).min(end.unwrap_or(u64::MAX)));
+        if stepped > 0 {
+            page.store_u64(frame::STAT_STEPS, grid.plant().steps());
+            let f = grid.plant().flags();
             if f & !flags != 0 {
                 flags |= f;
                 page.fetch_or_u64(frame::STAT_FLAGS, f);
             }
-            due += M::STEP_NS;
-            continue; // a late loop catches up before it serves the bus
+        }
+        if finished || now >= cpu_published + CPU_PUBLISH_NS {
+            publish_cpu(&page, t0, now);
+            lateness.sample();
+            cpu_published = now;
+        }
+        if finished {
+            return Ok(());
         }
         match &transfer {
             Some(t) if now >= t.start_ns + M::BUS_NS => {
-                // The transfer's last bit: the slave latches the command.
-                command = t.tx;
+                // The transfer's last bit: the slave latches the command (the steps due
+                // up to it take the old one).
+                grid.latch(t.start_ns + M::BUS_NS, t.tx);
                 transfers += 1;
                 page.store_u64(frame::STAT_TRANSFERS, transfers);
                 transfer = None;
@@ -314,23 +515,28 @@ pub fn run<M: PlantModel>(
                 if doorbell.read()?.is_some() {
                     bells = (bells.1, now);
                     // Full duplex: the controller gets the sensors as they are now.
-                    page.write_bytes(frame::RX_OFF, &sensors);
+                    page.write_bytes(frame::RX_OFF, &grid.sensors());
                     let mut tx = [0_u8; SLOT_LEN];
                     page.read_bytes(frame::TX_OFF, &mut tx);
                     transfer = Some(Transfer { start_ns: now, tx });
-                } else if let Some(s) = sleeper.as_mut() {
-                    // The next doorbell, if the controller keeps its period (the last
-                    // interval between two, when shorter than a millisecond).
-                    let interval = bells.1.saturating_sub(bells.0);
-                    let bell = (interval < 1_000_000)
-                        .then_some(bells.1 + interval)
-                        .filter(|&b| b > now);
-                    let wake = bell.map_or(due, |b| b.min(due));
-                    if now + M::WAKE_EARLY_NS < wake {
-                        // Nothing to do until the next step or the doorbell.
-                        s.wait(wake - M::WAKE_EARLY_NS)?;
-                        continue;
+                    continue;
+                }
+                let wake = next_bell(bells, now, M::WAKE_EARLY_NS)
+                    .unwrap_or(now + IDLE_WAKE_NS)
+                    .min(end.unwrap_or(u64::MAX));
+                if now + M::WAKE_EARLY_NS < wake {
+                    // Nothing to do until the doorbell it expects: sleep.
+                    let target = wake - M::WAKE_EARLY_NS;
+                    if sleeper.wait(target)? {
+                        let woke = clock::monotonic_now_ns();
+                        // Late only past the event it was armed for, not past the early
+                        // wake-up.
+                        if woke > wake {
+                            lateness.gap(woke - wake, M::STEP_NS, &page)?;
+                        }
                     }
+                    last_turn = None;
+                    continue;
                 }
             }
         }
@@ -341,6 +547,115 @@ pub fn run<M: PlantModel>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn command(seq: u32, volts: [f32; 2]) -> [u8; SLOT_LEN] {
+        let mut cmd = [0_u8; SLOT_LEN];
+        cmd[..FRAME_LEN].copy_from_slice(&Tx { seq, volts }.encode());
+        cmd
+    }
+
+    /// Doorbells on a jittered 100 µs grid, some exactly on a step's due time, some with a
+    /// latch exactly on one; a command with new voltages at each.
+    fn exchanges(t0: u64, n: u32) -> Vec<(u64, [u8; SLOT_LEN])> {
+        let mut rng = crate::model::Rng::new(7);
+        (0..n)
+            .map(|k| {
+                let jitter = match k % 5 {
+                    0 => 0,                                 // a doorbell on a due time
+                    1 => STEP_NS - frame::BUS_NS % STEP_NS, // a latch on a due time
+                    _ => rng.next_u64() % 60_000,
+                };
+                let bell = t0 + 100_000 * u64::from(k + 1) + jitter;
+                let mut volts = || (rng.next_u64() % 2_401) as f32 / 100.0 - 12.0;
+                let v = [volts(), volts()];
+                (bell, command(k, v))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lazy_integration_matches_stepping_every_step_on_time() {
+        let t0 = 5_000_000_u64;
+        let ex = exchanges(t0, 400);
+        let end = ex.last().map_or(t0, |e| e.0) + 1_000_000;
+        // Reference: the loop that steps every 25 µs exactly on time. Before step j (due at
+        // t0 + j·STEP_NS) every bus event strictly before its due time has happened; a
+        // doorbell at t sees the steps due at or before t, a latch at L is used by the steps
+        // due after L.
+        let mut reference = Plant::new(3);
+        let mut cmd = [0_u8; SLOT_LEN];
+        let mut events: Vec<(u64, bool, usize)> = Vec::new(); // (time, is latch, exchange)
+        for (i, (bell, _)) in ex.iter().enumerate() {
+            events.push((*bell, false, i));
+            events.push((bell + frame::BUS_NS, true, i));
+        }
+        events.sort_by_key(|e| (e.0, e.1));
+        let mut next = 0;
+        let mut seen_ref = Vec::new();
+        let mut j = 1_u64;
+        while t0 + j * STEP_NS <= end {
+            let due = t0 + j * STEP_NS;
+            while next < events.len() && events[next].0 < due {
+                let (t, latch, i) = events[next];
+                if latch {
+                    cmd = ex[i].1;
+                } else {
+                    let stamp = u32::try_from((t - t0) / STEP_NS * STEP_NS / 1000).unwrap();
+                    seen_ref.push(PlantModel::sensors(&mut reference, stamp));
+                }
+                next += 1;
+            }
+            PlantModel::step(&mut reference, &cmd);
+            j += 1;
+        }
+        // Lazy: integrate only at the bus events, as `run` does.
+        let mut grid = Grid::new(Plant::new(3), t0);
+        let mut seen_lazy = Vec::new();
+        for &(t, latch, i) in &events {
+            if latch {
+                grid.latch(t, ex[i].1);
+            } else {
+                grid.advance_to(t);
+                seen_lazy.push(grid.sensors());
+            }
+        }
+        grid.advance_to(end);
+        assert_eq!(seen_lazy.len(), 400);
+        assert!(seen_lazy == seen_ref, "the sensor frames differ");
+        assert_eq!(grid.plant(), &reference, "the final states differ");
+        // The commands did act: the axes moved.
+        assert!(reference.axes.iter().all(|a| a.omega != 0.0));
+    }
+
+    #[test]
+    fn a_latch_is_not_passed_before_it_happens() {
+        // Steps due after a latch use the new command even when the loop integrates late.
+        let t0 = 0;
+        let mut a = Grid::new(Plant::new(1), t0);
+        let mut b = Grid::new(Plant::new(1), t0);
+        let cmd = command(1, [6.0, -6.0]);
+        a.latch(40 * STEP_NS, cmd);
+        a.advance_to(100 * STEP_NS);
+        for _ in 0..40 {
+            PlantModel::step(&mut b.plant, &[0; SLOT_LEN]);
+        }
+        for _ in 40..100 {
+            PlantModel::step(&mut b.plant, &cmd);
+        }
+        assert_eq!(a.plant(), b.plant());
+        assert_eq!(a.plant().steps, 100);
+    }
+
+    #[test]
+    fn the_next_doorbell_follows_the_controller_period() {
+        assert_eq!(next_bell((0, 0), 1_000, 15_000), None);
+        assert_eq!(next_bell((1_000, 101_000), 150_000, 15_000), Some(201_000));
+        // Missed: the next one on the same period, once the spin window has passed.
+        assert_eq!(next_bell((1_000, 101_000), 217_000, 15_000), Some(301_000));
+        assert_eq!(next_bell((1_000, 101_000), 215_000, 15_000), Some(201_000));
+        // Not a period.
+        assert_eq!(next_bell((1_000, 20_001_000), 20_002_000, 15_000), None);
+    }
 
     #[test]
     fn the_gimbal_plant_reads_both_voltages_from_one_command_frame() {

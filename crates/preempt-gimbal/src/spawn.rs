@@ -36,6 +36,16 @@ pub struct PlantCounters {
     /// ([`frame::STAT_STALLS_PREEMPTED`]).
     #[serde(default)]
     pub stalls_preempted: u64,
+    /// Of those, stalls as long as the kernel's throttling window: the real-time class was
+    /// stopped on the plant's CPU ([`frame::STAT_THROTTLED`]).
+    #[serde(default)]
+    pub throttled: u64,
+    /// CPU time of the plant's loop, ns ([`frame::STAT_CPU_NS`]).
+    #[serde(default)]
+    pub cpu_ns: u64,
+    /// Wall time of the plant's loop as of `cpu_ns`, ns ([`frame::STAT_WALL_NS`]).
+    #[serde(default)]
+    pub wall_ns: u64,
     /// Transactions served.
     pub transfers: u64,
     /// The step loop ran under SCHED_FIFO.
@@ -47,6 +57,27 @@ pub struct PlantCounters {
 }
 
 impl PlantCounters {
+    /// The plant loop's duty cycle: its CPU time over its wall time, % (None before it
+    /// published one).
+    pub fn duty_pct(&self) -> Option<f64> {
+        (self.wall_ns > 0).then(|| 100.0 * self.cpu_ns as f64 / self.wall_ns as f64)
+    }
+
+    /// The verdict line when the kernel stopped the plant's real-time class during the run
+    /// (None when it did not): the figures of the run are then the throttle's, not the
+    /// framework's.
+    pub fn throttled_line(&self) -> Option<String> {
+        (self.throttled > 0).then(|| {
+            format!(
+                "THROTTLED: the kernel stopped the plant's real-time class {} times (stalls in \
+                 which the plant waited on its runqueue for a throttling window: RT throttling at \
+                 sched_rt_runtime_us, or the fair server); its late steps and the missed \
+                 samples around them are the throttle's, not the controller's",
+                self.throttled
+            )
+        })
+    }
+
     /// Reads the counters from the shared page.
     pub fn read(page: &SharedMap) -> PlantCounters {
         let flags = page.load_u64(frame::STAT_FLAGS);
@@ -56,6 +87,9 @@ impl PlantCounters {
             max_late_ns: page.load_u64(frame::STAT_MAX_LATE_NS),
             stalls: page.load_u64(frame::STAT_STALLS),
             stalls_preempted: page.load_u64(frame::STAT_STALLS_PREEMPTED),
+            throttled: page.load_u64(frame::STAT_THROTTLED),
+            cpu_ns: page.load_u64(frame::STAT_CPU_NS),
+            wall_ns: page.load_u64(frame::STAT_WALL_NS),
             transfers: page.load_u64(frame::STAT_TRANSFERS),
             fifo: flags & frame::FLAG_FIFO != 0,
             pinned: flags & frame::FLAG_PINNED != 0,

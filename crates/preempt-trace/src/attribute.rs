@@ -26,7 +26,22 @@
 //!  the victim        -> thread (its previous job, while it has not slept since the
 //!                       release), else invisible            | wakeup (switch-in, return)
 //!  no trace yet      -> invisible
+//!  real-time class   -> throttled (the victim is a real-time task, runnable, while a lower-
+//!  stopped on the CPU   class task or the idle task runs after a real-time task was
+//!                       preempted by one: see below)   (runnable phase)
 //! ```
+//!
+//! **Throttled.** The kernel caps the real-time class at `sched_rt_runtime_us` of every
+//! `sched_rt_period_us` per CPU (950 ms of 1 s by default). Past the cap it stops the class
+//! on that CPU: RT throttling proper (the CPU runs SCHED_OTHER tasks, or idles), or, on
+//! kernels ≥ 6.12 and first when a SCHED_OTHER task is waiting, the *fair server*
+//! (`dl_server`, a SCHED_DEADLINE reservation of 50 ms per second that runs SCHED_OTHER
+//! tasks). Both show in the trace the same way, and in no other case: a real-time task still
+//! runnable (`prev_state` R) is switched out for a SCHED_OTHER task or the idle task; only a
+//! higher class may preempt a running real-time task otherwise. The class is stopped from that
+//! switch until a real-time (or deadline) task runs on the CPU again
+//! ([`ThrottleTracker`] follows this over a whole run). A real-time victim runnable in such a
+//! stretch waits for the kernel's throttle, not for the thread that happens to run.
 //!
 //! `invisible` is the part of the window no recorded event explains: before the wake-up, the
 //! victim waits only for its timer interrupt, and neither an idle CPU (past its C-state's exit
@@ -64,6 +79,9 @@ pub enum CauseKind {
     IdleExit,
     /// hrtimer callbacks ran outside any interrupt handler.
     Timer,
+    /// The kernel stopped the real-time class on the CPU (RT throttling at
+    /// `sched_rt_runtime_us`, or the fair server) while the real-time task was runnable.
+    Throttled,
     /// Time no recorded event explains: the CPU idled past its C-state's exit latency, or the
     /// timer interrupt came late with nothing recorded in between (host steal, SMI, hardware,
     /// interrupts disabled), or the window began before the trace.
@@ -84,6 +102,7 @@ impl CauseKind {
             CauseKind::Wakeup => "wakeup",
             CauseKind::IdleExit => "idle_exit",
             CauseKind::Timer => "timer",
+            CauseKind::Throttled => "throttled",
             CauseKind::Invisible => "invisible",
             CauseKind::Lost => "lost",
         }
@@ -154,6 +173,11 @@ pub struct Explanation {
     /// Whether the trace covered the whole window (false: events were lost or the window
     /// began before the trace).
     pub covered: bool,
+    /// The stretch in which the kernel stopped the real-time class on this CPU, where the
+    /// window has [`CauseKind::Throttled`] time: from the switch that stopped it (possibly
+    /// before the release) to the end of the last throttled time in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled: Option<Stretch>,
     /// The stretches, in time order.
     #[serde(skip)]
     pub segments: Vec<Segment>,
@@ -172,6 +196,164 @@ impl Explanation {
             .filter(|c| kinds.contains(&c.kind))
             .map(|c| c.ns)
             .sum()
+    }
+}
+
+/// A stretch of time on one CPU, CLOCK_MONOTONIC ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stretch {
+    /// The CPU.
+    pub cpu: usize,
+    /// Start.
+    pub start_ns: u64,
+    /// End.
+    pub end_ns: u64,
+}
+
+impl Stretch {
+    /// `end − start`.
+    pub fn len_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+}
+
+/// Kernel priorities below this are the real-time and deadline classes
+/// (include/linux/sched/prio.h `MAX_RT_PRIO`; deadline tasks report −1).
+const MAX_RT_PRIO: i32 = 100;
+
+/// Whether a context switch stops the real-time class on its CPU: a real-time task still
+/// runnable (`prev_state` 0, preempted) gives the CPU to a lower-class task or the idle task,
+/// which only RT throttling or the fair server do (module docs, "Throttled").
+pub fn stops_rt_class(kind: &Kind) -> bool {
+    matches!(*kind, Kind::Switch { prev_prio, prev_state: 0, next_prio, .. }
+        if prev_prio < MAX_RT_PRIO && next_prio >= MAX_RT_PRIO)
+}
+
+/// Follows one CPU's context switches over a run and collects the stretches in which the
+/// kernel stopped the real-time class: from a switch that [`stops_rt_class`], or a switch to
+/// a lower-class task (or the idle task) while a real-time task was queued on the CPU
+/// (preempted, or `sched_wakeup` there, and not run since) at most
+/// [`ThrottleTracker::QUEUED_FRESH_NS`] before, until a real-time or deadline task runs
+/// again. (Only recently: a queued task may be pulled to another CPU, and that migration is
+/// recorded in the other CPU's events, so an old entry may be stale.) A stop resumed within [`ThrottleTracker::MERGE_NS`] of the last one's end
+/// continues it (a stop-class or higher-priority thread that ran for a moment inside it).
+#[derive(Clone, Debug, Default)]
+pub struct ThrottleTracker {
+    since: Option<u64>,
+    /// Real-time tasks queued on the CPU, not running, and since when (at most
+    /// [`Self::MAX_QUEUED`]).
+    queued: Vec<(i32, u64)>,
+    /// Stretches that ended, in time order (at most [`ThrottleTracker::MAX_KEPT`]).
+    pub stretches: Vec<(u64, u64)>,
+    /// Stretches seen, including those not kept.
+    pub count: u64,
+    /// Their total length, ns.
+    pub total_ns: u64,
+}
+
+impl ThrottleTracker {
+    /// Stretches kept (a run throttled once a second for an hour keeps the first ones and
+    /// counts the rest).
+    pub const MAX_KEPT: usize = 4096;
+    /// A stop that resumes this soon after the last one ended is the same stop.
+    pub const MERGE_NS: u64 = 1_000_000;
+    /// Queued real-time tasks tracked.
+    const MAX_QUEUED: usize = 64;
+    /// A queued real-time task counts this long after it was queued: the switch to a lower
+    /// class that follows a real-time task blocking comes microseconds after it.
+    pub const QUEUED_FRESH_NS: u64 = 1_000_000;
+
+    /// Takes the next event of the CPU (in time order).
+    pub fn observe(&mut self, e: &Event) {
+        match e.kind {
+            Kind::Switch {
+                prev_pid,
+                prev_prio,
+                prev_state,
+                next_pid,
+                next_prio,
+            } => {
+                if prev_prio < MAX_RT_PRIO && prev_state == 0 {
+                    self.queue(prev_pid, e.ts);
+                }
+                self.queued.retain(|&(p, _)| p != next_pid);
+                let fresh = self
+                    .queued
+                    .iter()
+                    .any(|&(_, at)| e.ts.saturating_sub(at) <= Self::QUEUED_FRESH_NS);
+                let stops = stops_rt_class(&e.kind) || (next_prio >= MAX_RT_PRIO && fresh);
+                if stops {
+                    self.start(e.ts);
+                } else if next_prio < MAX_RT_PRIO {
+                    self.end(e.ts);
+                }
+            }
+            Kind::Waking {
+                pid,
+                prio,
+                woken: true,
+                ..
+            } if prio < MAX_RT_PRIO => self.queue(pid, e.ts),
+            Kind::Migrate { pid, .. } => self.queued.retain(|&(p, _)| p != pid),
+            _ => {}
+        }
+    }
+
+    fn queue(&mut self, pid: i32, ts: u64) {
+        self.queued.retain(|&(p, _)| p != pid);
+        if self.queued.len() == Self::MAX_QUEUED {
+            self.queued.remove(0); // the oldest
+        }
+        self.queued.push((pid, ts));
+    }
+
+    fn start(&mut self, ts: u64) {
+        if self.since.is_some() {
+            return;
+        }
+        // Resumed right after the last one: the same stop.
+        if let Some(&(start, end)) = self.stretches.last() {
+            if ts.saturating_sub(end) < Self::MERGE_NS
+                && self.count as usize == self.stretches.len()
+            {
+                self.stretches.pop();
+                self.count -= 1;
+                self.total_ns -= end - start;
+                self.since = Some(start);
+                return;
+            }
+        }
+        self.since = Some(ts);
+    }
+
+    fn end(&mut self, ts: u64) {
+        if let Some(start) = self.since.take() {
+            self.count += 1;
+            self.total_ns += ts - start;
+            if self.stretches.len() < Self::MAX_KEPT {
+                self.stretches.push((start, ts));
+            }
+        }
+    }
+
+    /// Since when the class is stopped, if it is.
+    pub fn since(&self) -> Option<u64> {
+        self.since
+    }
+
+    /// Forgets an open stretch and the queue (events were lost: what happened is unknown).
+    pub fn reset(&mut self) {
+        self.since = None;
+        self.queued.clear();
+    }
+
+    /// The stretches up to `now`, an open one ending at `now`.
+    pub fn until(&self, now: u64) -> Vec<(u64, u64)> {
+        let mut v = self.stretches.clone();
+        if let Some(s) = self.since {
+            v.push((s, now.max(s)));
+        }
+        v
     }
 }
 
@@ -254,17 +436,26 @@ pub fn explain(
         woken: false,
         busy: false,
         after_loss: false,
+        throttle: throttle_before(&events[..replay_from_of(last_switch)]),
+        queued: queued_before(&events[..replay_from_of(last_switch)], victim),
+        picked_over_victim: false,
     };
     // Replay up to the release: which task runs, which contexts are open.
-    let replay_from = last_switch.unwrap_or(0);
+    let replay_from = replay_from_of(last_switch);
     for e in &events[replay_from..first_in] {
         st.apply_after(e, victim, facts);
+    }
+    // Its priority, where the replay did not show it (its waking may be recorded on another
+    // CPU): from its last switch on this CPU.
+    if st.victim_prio.is_none() {
+        st.victim_prio = prio_before(&events[..first_in], victim);
     }
     st.busy = runnable_before(&events[..first_in], victim);
     st.woken = st.busy || wake_ns.is_some_and(|w| w <= release);
     let covered = last_switch.is_some() && !facts.lost_within(release, end);
     let mut acc = Acc::default();
     let mut idle_prewake = 0u64;
+    let mut throttled: Option<Stretch> = None;
     let mut t = release;
     let mut idx = first_in;
     loop {
@@ -278,8 +469,16 @@ pub fn explain(
             let key = if facts.lost_between(t, cut) {
                 Key::plain(CauseKind::Lost, LOST_EVENTS)
             } else {
-                st.classify(victim, names)
+                st.classify(cpu, victim, names)
             };
+            if key.kind == CauseKind::Throttled {
+                let start = st.throttle.since().unwrap_or(t);
+                throttled = Some(Stretch {
+                    cpu,
+                    start_ns: throttled.map_or(start, |s| s.start_ns.min(start)),
+                    end_ns: cut,
+                });
+            }
             if key.kind == CauseKind::IdleExit {
                 let room = facts.idle_exit_bound_ns.saturating_sub(idle_prewake);
                 let d = cut - t;
@@ -340,8 +539,66 @@ pub fn explain(
         steal_ns: None,
         steal_span_ns: None,
         covered,
+        throttled,
         segments,
     }
+}
+
+fn replay_from_of(last_switch: Option<usize>) -> usize {
+    last_switch.unwrap_or(0)
+}
+
+/// The CPU's throttle state after `events`: followed from the last switch to a real-time
+/// task (the class ran then; what is queued after it is seen from there).
+fn throttle_before(events: &[Event]) -> ThrottleTracker {
+    let from = events
+        .iter()
+        .rposition(|e| matches!(e.kind, Kind::Switch { next_prio, .. } if next_prio < MAX_RT_PRIO))
+        .unwrap_or(0);
+    let mut t = ThrottleTracker::default();
+    for e in &events[from..] {
+        t.observe(e);
+    }
+    t
+}
+
+/// Whether the victim is queued on the CPU, not running, after `events` (its latest
+/// `sched_wakeup` there, or its latest switch out while runnable).
+fn queued_before(events: &[Event], victim: i32) -> bool {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match e.kind {
+            Kind::Waking {
+                pid, woken: true, ..
+            } if pid == victim => Some(true),
+            Kind::Switch {
+                prev_pid,
+                prev_state,
+                ..
+            } if prev_pid == victim => Some(prev_state == 0),
+            Kind::Switch { next_pid, .. } if next_pid == victim => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false)
+}
+
+/// The victim's kernel priority at its latest switch or waking in `events`.
+fn prio_before(events: &[Event], victim: i32) -> Option<i32> {
+    events.iter().rev().find_map(|e| match e.kind {
+        Kind::Switch {
+            next_pid,
+            next_prio,
+            ..
+        } if next_pid == victim => Some(next_prio),
+        Kind::Switch {
+            prev_pid,
+            prev_prio,
+            ..
+        } if prev_pid == victim => Some(prev_prio),
+        Kind::Waking { pid, prio, .. } if pid == victim => Some(prio),
+        _ => None,
+    })
 }
 
 /// Whether the victim was already runnable (woken, or preempted) when its window began: a
@@ -454,6 +711,14 @@ struct State {
     busy: bool,
     /// Events were lost and no context switch has said since which task runs.
     after_loss: bool,
+    /// Whether (since when) the kernel has stopped the real-time class on this CPU.
+    throttle: ThrottleTracker,
+    /// The victim is on this CPU's runqueue (`sched_wakeup` here, or preempted), not running.
+    queued: bool,
+    /// The running task is of a lower class than the (real-time) victim and was switched in
+    /// while the victim was queued here: the scheduler passed over a runnable real-time task,
+    /// which it does only with the class stopped.
+    picked_over_victim: bool,
 }
 
 impl State {
@@ -464,6 +729,8 @@ impl State {
             self.cur = None;
             self.stack.clear();
             self.after_loss = true;
+            self.throttle.reset();
+            self.picked_over_victim = false;
         }
         if matches!(e.kind, Kind::Switch { .. }) {
             self.after_loss = false;
@@ -472,6 +739,7 @@ impl State {
     }
 
     fn apply(&mut self, e: &Event, victim: i32) {
+        self.throttle.observe(e);
         match e.kind {
             Kind::Switch {
                 prev_pid,
@@ -491,10 +759,21 @@ impl State {
                 if prev_pid == victim {
                     self.victim_prio = Some(prev_prio);
                     self.busy &= prev_state == 0;
+                    self.queued = prev_state == 0;
                 }
+                if next_pid == victim {
+                    self.queued = false;
+                }
+                self.picked_over_victim = self.queued
+                    && next_pid != victim
+                    && next_prio >= MAX_RT_PRIO
+                    && self.victim_prio.is_some_and(|v| v < MAX_RT_PRIO);
             }
-            Kind::Waking { pid, prio, .. } if pid == victim => {
+            Kind::Waking {
+                pid, prio, woken, ..
+            } if pid == victim => {
                 self.victim_prio = Some(prio);
+                self.queued |= woken;
             }
             Kind::IrqEntry { irq } => self.push(Ctx::Irq(irq)),
             Kind::VectorEntry(v) => self.push(Ctx::Vector(v)),
@@ -520,7 +799,7 @@ impl State {
         }
     }
 
-    fn classify(&self, victim: i32, names: &Decoder) -> Key {
+    fn classify(&self, cpu: usize, victim: i32, names: &Decoder) -> Key {
         for c in self.stack.iter().rev() {
             match *c {
                 Ctx::Irq(n) => {
@@ -550,6 +829,23 @@ impl State {
             prio: Some(prio),
             inversion: false,
         };
+        // A real-time victim, runnable, while the class is stopped and a lower-class task (or
+        // the idle task) runs: the kernel's throttle holds it, not that task.
+        let rt_victim = self.victim_prio.is_some_and(|v| v < MAX_RT_PRIO);
+        if self.woken
+            && rt_victim
+            && pid != victim
+            && prio >= MAX_RT_PRIO
+            && (self.throttle.since().is_some() || self.picked_over_victim)
+        {
+            return Key::plain(
+                CauseKind::Throttled,
+                &format!(
+                    "real-time class stopped on CPU {cpu} (RT throttling at \
+                     sched_rt_runtime_us, or the fair server)"
+                ),
+            );
+        }
         match (pid, self.woken) {
             (0, false) => Key::plain(CauseKind::IdleExit, "idle state exit"),
             (0, true) => Key::plain(CauseKind::Wakeup, "idle to task switch"),
@@ -640,6 +936,30 @@ pub fn top_causes(explanations: &[Explanation]) -> Vec<TopCause> {
     }
     out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(b.count.cmp(&a.count)));
     out
+}
+
+/// What the kernel's stops of the real-time class over a run were, in one phrase for
+/// verdicts and summaries: `the kernel stopped the real-time class N time(s), T ms in all
+/// (CPU c: x ms, ...; ...)`, the first four listed.
+pub fn describe_throttled(stretches: &[Stretch]) -> String {
+    let total: u64 = stretches.iter().map(Stretch::len_ns).sum();
+    let first: Vec<String> = stretches
+        .iter()
+        .take(4)
+        .map(|s| format!("CPU {}: {:.1} ms", s.cpu, s.len_ns() as f64 / 1e6))
+        .collect();
+    format!(
+        "the kernel stopped the real-time class {} time(s), {:.1} ms in all ({}{}; RT throttling \
+         at sched_rt_runtime_us, or the fair server; kernel trace)",
+        stretches.len(),
+        total as f64 / 1e6,
+        first.join(", "),
+        if stretches.len() > first.len() {
+            ", ..."
+        } else {
+            ""
+        }
+    )
 }
 
 /// Up to `max` lines naming the top causes, for terminal summaries; `what` names the
@@ -942,6 +1262,197 @@ mod tests {
         let whole = explain(1, &events, &w, None, &decoder(), &CpuFacts::default());
         assert!(whole.covered);
         assert_eq!(whole.ns_of(&[CauseKind::Lost]), 0);
+    }
+
+    /// A switch of `prev` (kernel priority `prev_prio`, still runnable) out for `next`.
+    fn preempt(ts: u64, prev: i32, prev_prio: i32, next: i32, next_prio: i32) -> Event {
+        ev(
+            ts,
+            Kind::Switch {
+                prev_pid: prev,
+                prev_prio,
+                prev_state: 0,
+                next_pid: next,
+                next_prio,
+            },
+        )
+    }
+
+    #[test]
+    fn a_real_time_task_waiting_out_the_throttle_is_throttled_not_the_thread_that_ran() {
+        // A SCHED_FIFO hog (pid 200, kernel prio 29) is preempted by a SCHED_OTHER task (pid
+        // 300) at 1 ms: the class is stopped. The victim (prio 19) is woken at 5 ms and runs
+        // only when the class resumes at 51 ms.
+        const V: i32 = 100;
+        let [a, b, c, d, e] = timer_irq_wakes(5_000_000, 100, V);
+        let events = [
+            switch(0, V, 200, 29),
+            preempt(1_000_000, 200, 29, 300, 120),
+            a,
+            b,
+            c,
+            d,
+            e,
+            preempt(51_000_000, 300, 120, V, 19),
+        ];
+        let w = Window {
+            release_ns: 5_000_000,
+            end_ns: 51_001_000,
+            pid: V,
+        };
+        let ex = explain(
+            1,
+            &events,
+            &w,
+            Some(5_000_200),
+            &decoder(),
+            &CpuFacts::default(),
+        );
+        assert_eq!(ex.causes.iter().map(|c| c.ns).sum::<u64>(), ex.latency_ns);
+        let main = ex.main_cause().unwrap();
+        assert_eq!(main.kind, CauseKind::Throttled, "{:?}", ex.causes);
+        assert_eq!(main.kind.name(), "throttled");
+        assert!(main.name.contains("CPU 1"), "{}", main.name);
+        assert_eq!(main.pid, None);
+        assert!(main.ns > 45_000_000, "{:?}", ex.causes);
+        assert_eq!(ex.ns_of(&[CauseKind::Thread]), 0, "{:?}", ex.causes);
+        let stretch = ex.throttled.expect("the stretch");
+        assert_eq!((stretch.cpu, stretch.start_ns), (1, 1_000_000));
+        assert_eq!(stretch.end_ns, 51_000_000);
+        // The same window without the throttle (the hog blocks instead of being preempted):
+        // the SCHED_OTHER task is a thread holding the CPU, an inversion.
+        let mut quiet = events;
+        quiet[1] = switch(1_000_000, 200, 300, 120);
+        let ex = explain(
+            1,
+            &quiet,
+            &w,
+            Some(5_000_200),
+            &decoder(),
+            &CpuFacts::default(),
+        );
+        assert_eq!(ex.ns_of(&[CauseKind::Throttled]), 0, "{:?}", ex.causes);
+        assert!(ex.throttled.is_none());
+        let t = ex.main_cause().unwrap();
+        assert_eq!(
+            (t.kind, t.pid, t.inversion),
+            (CauseKind::Thread, Some(300), true)
+        );
+    }
+
+    #[test]
+    fn an_idle_cpu_with_the_real_time_class_stopped_is_throttled() {
+        // RT throttling with nothing else to run: the hog is switched out for the idle task.
+        const V: i32 = 100;
+        let events = [
+            preempt(0, V, 19, 0, 120),
+            ev(2_000_000, Kind::VectorEntry(Vector::LocalTimer)),
+            ev(2_001_000, Kind::VectorExit(Vector::LocalTimer)),
+            preempt(50_000_000, 0, 120, V, 19),
+        ];
+        let w = Window {
+            release_ns: 1_000_000,
+            end_ns: 50_000_000,
+            pid: V,
+        };
+        let ex = explain(1, &events, &w, None, &decoder(), &CpuFacts::default());
+        assert_eq!(
+            ex.ns_of(&[CauseKind::Throttled]),
+            48_999_000,
+            "{:?}",
+            ex.causes
+        );
+        assert_eq!(ex.ns_of(&[CauseKind::Irq]), 1_000, "{:?}", ex.causes);
+    }
+
+    #[test]
+    fn a_lower_class_task_picked_over_a_queued_real_time_task_is_throttled() {
+        // The stretch began long before the window (its stopping switch is not in view):
+        // the victim is queued (`sched_wakeup`) at 2 ms, yet the CPU switches from one
+        // SCHED_OTHER task to another at 3 ms. Until 3 ms the task that ran may hold a
+        // non-preemptible section (a thread, an inversion); after it, the scheduler passed
+        // the victim over: throttled.
+        const V: i32 = 100;
+        let wakeup = ev(
+            2_000_000,
+            Kind::Waking {
+                pid: V,
+                prio: 19,
+                target_cpu: 1,
+                woken: true,
+            },
+        );
+        let events = [
+            switch(0, 300, 301, 120),
+            waking(1_999_000, V),
+            wakeup,
+            switch(3_000_000, 301, 302, 120),
+            preempt(40_000_000, 302, 120, V, 19),
+        ];
+        let w = Window {
+            release_ns: 1_999_000,
+            end_ns: 40_000_000,
+            pid: V,
+        };
+        let ex = explain(
+            1,
+            &events,
+            &w,
+            Some(1_999_000),
+            &decoder(),
+            &CpuFacts::default(),
+        );
+        assert_eq!(
+            ex.ns_of(&[CauseKind::Throttled]),
+            37_000_000,
+            "{:?}",
+            ex.causes
+        );
+        let t = ex
+            .causes
+            .iter()
+            .find(|c| c.kind == CauseKind::Thread)
+            .unwrap();
+        assert_eq!((t.pid, t.ns, t.inversion), (Some(301), 1_001_000, true));
+    }
+
+    #[test]
+    fn the_tracker_counts_each_stopped_stretch_once() {
+        let mut t = ThrottleTracker::default();
+        let evs = [
+            preempt(10, 200, 29, 300, 120), // stopped
+            preempt(20, 300, 120, 301, 120),
+            preempt(30, 301, 120, 0, 120),
+            preempt(40, 0, 120, 200, 29), // resumed
+            switch(50, 200, 300, 120),    // the hog sleeps: not a throttle
+            switch(60, 300, 200, 29),
+            preempt(5_000_000, 200, 29, 300, 120), // stopped again, open at the end
+        ];
+        for e in &evs {
+            t.observe(e);
+        }
+        assert_eq!((t.count, t.total_ns), (1, 30));
+        assert_eq!(t.stretches, [(10, 40)]);
+        assert_eq!(t.until(6_000_000), [(10, 40), (5_000_000, 6_000_000)]);
+        t.reset();
+        assert_eq!(t.until(6_000_000), [(10, 40)]);
+        // Inside a stop a higher thread (pid 400) runs a moment and sleeps; the SCHED_OTHER
+        // task that follows it is picked over the queued hog: the same stop, once.
+        let mut t = ThrottleTracker::default();
+        for e in [
+            preempt(1_000, 200, 29, 300, 120),
+            preempt(2_000, 300, 120, 400, 9),
+            switch(3_000, 400, 300, 120),
+            preempt(50_000, 300, 120, 200, 29),
+            switch(60_000, 200, 300, 120), // the hog sleeps: nothing queued
+            preempt(70_000, 300, 120, 301, 120),
+        ] {
+            t.observe(&e);
+        }
+        assert_eq!(
+            (t.count, t.stretches.as_slice()),
+            (1, &[(1_000, 50_000)][..])
+        );
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub mod session;
 pub mod tracefs;
 
 pub use attribute::{
-    Cause, CauseKind, CpuFacts, Explanation, Segment, TopCause, Window, summary_lines, top_causes,
+    Cause, CauseKind, CpuFacts, Explanation, Segment, Stretch, ThrottleTracker, TopCause, Window,
+    describe_throttled, stops_rt_class, summary_lines, top_causes,
 };
 pub use session::{DEFAULT_READER_PRIORITY, Loss, Options, Session};
 

@@ -172,6 +172,7 @@ mod tests {
             steal_ns: None,
             steal_span_ns: None,
             covered: true,
+            throttled: None,
             segments: vec![Segment {
                 start_ns: 10_000,
                 end_ns: 13_000,

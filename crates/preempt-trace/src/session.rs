@@ -18,7 +18,7 @@ use preempt_io::sys::procstat;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
-use crate::attribute::{self, CpuFacts, Explanation, Window};
+use crate::attribute::{self, CpuFacts, Explanation, Stretch, ThrottleTracker, Window};
 use crate::decode::{Decoder, EVENTS, Event, FALLBACK_EVENTS, Kind};
 use crate::format::{EventFormat, PageHeader};
 use crate::ring::{CpuReader, Item};
@@ -160,6 +160,8 @@ struct CpuHistory {
     last_ts: u64,
     facts: CpuFacts,
     loss: Loss,
+    /// The stretches in which the kernel stopped the real-time class, over the session.
+    throttle: ThrottleTracker,
 }
 
 /// What the trace lost, counted by the reader over the session (per CPU or summed).
@@ -301,6 +303,7 @@ impl Session {
                     lost: Vec::new(),
                 },
                 loss: Loss::default(),
+                throttle: ThrottleTracker::default(),
             });
         }
         let started_ns = preempt_io::sys::clock::monotonic_now_ns();
@@ -420,6 +423,32 @@ impl Session {
             .collect()
     }
 
+    /// The stretches in which the kernel stopped the real-time class on a traced CPU since
+    /// the session started (RT throttling or the fair server: a real-time task still
+    /// runnable switched out for a lower-class task or the idle task, until a real-time task
+    /// runs again; [`attribute::stops_rt_class`]), by CPU then time; one still open ends now.
+    /// At most [`ThrottleTracker::MAX_KEPT`] per CPU.
+    pub fn throttled(&self) -> Vec<Stretch> {
+        let mut inner = lock(&self.inner);
+        inner.poll();
+        let now = preempt_io::sys::clock::monotonic_now_ns();
+        let mut out = Vec::new();
+        for (cpu, h) in inner.cpus.iter().enumerate() {
+            let Some(h) = h else { continue };
+            out.extend(
+                h.throttle
+                    .until(now)
+                    .into_iter()
+                    .map(|(start_ns, end_ns)| Stretch {
+                        cpu,
+                        start_ns,
+                        end_ns,
+                    }),
+            );
+        }
+        out
+    }
+
     /// Events held for `cpu` (oldest first), for inspection and tests.
     pub fn events(&self, cpu: usize) -> Vec<Event> {
         let mut inner = lock(&self.inner);
@@ -501,6 +530,8 @@ impl Inner {
                         return;
                     }
                     if let Some(from) = h.gap_from.take() {
+                        // Whether the class resumed in the gap is unknown.
+                        h.throttle.reset();
                         let from = from.min(e.ts);
                         let len = e.ts - from;
                         h.lost.push_back((from, e.ts));
@@ -513,6 +544,7 @@ impl Inner {
                         restore_missing_switch_in(&mut h.events, &e);
                     }
                     h.last_ts = e.ts;
+                    h.throttle.observe(&e);
                     h.events.push_back(e);
                 }
             });

@@ -25,9 +25,6 @@ impl PlantModel for Quad {
     const NAME: &'static str = "uav-sim";
     const STEP_NS: u64 = STEP_NS;
     const BUS_NS: u64 = BUS_NS;
-    /// A 1 ms step leaves the CPU idle most of the time: sleeping keeps the kernel's fair
-    /// server from taking it for ~50 ms each second, as it does from a polling loop.
-    const SLEEPS: bool = true;
 
     fn step(&mut self, command: &[u8; SLOT_LEN]) {
         Quad::step(self, Command::decode(command).speeds.map(f64::from));

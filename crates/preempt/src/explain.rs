@@ -180,6 +180,10 @@ pub struct Explained {
     /// that time is charged to `lost`).
     #[serde(default = "yes")]
     pub covered: bool,
+    /// Where the window has `throttled` time: the stretch in which the kernel stopped the
+    /// real-time class on the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled: Option<preempt_trace::Stretch>,
 }
 
 fn yes() -> bool {
@@ -216,6 +220,11 @@ pub struct Report {
     /// `dropped_notes` or `unexplained` above zero).
     #[serde(default)]
     pub partial: bool,
+    /// The stretches in which the kernel stopped the real-time class on a CPU during the run
+    /// (RT throttling or the fair server), from the trace: any, and the app's figures are the
+    /// throttle's as much as its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttled: Vec<preempt_trace::Stretch>,
 }
 
 impl Report {
@@ -255,6 +264,13 @@ impl Report {
             out.push_str("  ");
             out.push_str(&line);
             out.push('\n');
+        }
+        // After the top causes (the first line below the header stays the main cause).
+        if !self.throttled.is_empty() {
+            out.push_str(&format!(
+                "  THROTTLED: {}\n",
+                preempt_trace::describe_throttled(&self.throttled)
+            ));
         }
         out
     }
@@ -438,10 +454,14 @@ fn explain_loop(session: Session, stop: &AtomicBool) -> Report {
         std::thread::park_timeout(PASS_EVERY);
     }
     let trace_loss = session.loss();
+    let throttled = session.throttled();
     if let Err(e) = session.finish() {
         eprintln!("preempt: {e}");
     }
-    tally.report(trace_loss)
+    Report {
+        throttled,
+        ..tally.report(trace_loss)
+    }
 }
 
 /// What the explain thread found so far.
@@ -502,6 +522,7 @@ impl Tally {
                             causes: ex.causes.clone(),
                             steal_ns: ex.steal_ns,
                             covered: ex.covered,
+                            throttled: ex.throttled,
                         },
                     );
                     self.all.push(Explanation {
@@ -528,6 +549,7 @@ impl Tally {
             log_capacity: CAPACITY.load(Ordering::Relaxed) as u64,
             trace_loss: Some(trace_loss),
             partial: unexplained + self.partly_traced > 0,
+            throttled: Vec::new(),
             tasks: self
                 .per_task
                 .into_iter()
@@ -552,7 +574,32 @@ mod tests {
             causes: Vec::new(),
             steal_ns: None,
             covered: true,
+            throttled: None,
         }
+    }
+
+    #[test]
+    fn the_summary_names_a_throttled_run() {
+        let quiet = Report::default();
+        assert!(
+            !quiet.summary().contains("THROTTLED"),
+            "{}",
+            quiet.summary()
+        );
+        let throttled = Report {
+            throttled: vec![preempt_trace::Stretch {
+                cpu: 1,
+                start_ns: 2_000_000_000,
+                end_ns: 2_051_500_000,
+            }],
+            ..Report::default()
+        };
+        let text = throttled.summary();
+        assert!(
+            text.contains("THROTTLED: the kernel stopped the real-time class 1 time(s), 51.5 ms"),
+            "{text}"
+        );
+        assert!(text.contains("CPU 1: 51.5 ms"), "{text}");
     }
 
     #[test]

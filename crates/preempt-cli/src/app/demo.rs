@@ -226,13 +226,20 @@ fn print(d: &GimbalData) -> Result<()> {
     )?;
     writeln!(
         out,
-        "plant: {} steps at 40 kHz, {} late, max lateness {} us, SCHED_FIFO {}, pinned {}",
+        "plant: {} steps at 40 kHz, {} late, max lateness {} us, stalls >= 1 ms {}, duty cycle {}, SCHED_FIFO {}, pinned {}",
         d.plant.steps,
         d.plant.late_steps,
         ms(d.plant.max_late_ns),
+        d.plant.stalls,
+        d.plant
+            .duty_pct()
+            .map_or("-".into(), |p| format!("{p:.1} %")),
         d.plant.fifo,
         d.plant.pinned
     )?;
+    if let Some(line) = d.plant.throttled_line() {
+        writeln!(out, "{line}")?;
+    }
     if let Some(why) = d.explain_summary() {
         write!(out, "{why}")?;
     }

@@ -421,6 +421,11 @@ fn print(d: &UavData, out: &mut impl Write) -> Result<()> {
         "latency = control job start - release (us); compute = the cascade's time (us); errors \
          against the same mission flown with ideal timing (mm, degrees)"
     )?;
+    for c in &d.cells {
+        if let Some(line) = c.sim.throttled_line() {
+            writeln!(out, "{} {}: {line}", c.policy, c.stress)?;
+        }
+    }
     print_explained(d, out)?;
     out.flush()?;
     Ok(())

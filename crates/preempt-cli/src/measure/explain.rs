@@ -80,6 +80,7 @@ pub fn explain_run(
         explained: 0,
         unexplained: 0,
         unexplained_why: None,
+        throttled: session.throttled(),
     };
     let mut all = Vec::new();
     let mut trace = ex
@@ -181,6 +182,8 @@ pub fn explain_run(
             }
         ));
     }
+    lines.extend(super::ledger::throttled_line(&out.throttled));
+    super::ledger::note_throttled(&mut result.ledger, &out.throttled);
     result.explain = Some(out);
     Explained { lines, trace }
 }

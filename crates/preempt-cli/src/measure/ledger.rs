@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use preempt_io::sys::procstat::{self, CpuTimes};
 
+use preempt_trace::{Stretch, describe_throttled};
+
 use crate::procfs;
 use crate::results::{Ledger, LedgerEntry};
 
@@ -181,22 +183,57 @@ pub fn judge(obs: &Observations, facts: &RunFacts) -> Ledger {
         None => ("sched_rt_runtime_us unreadable".into(), false),
     };
     entries.push(LedgerEntry {
-        name: "throttling".into(),
+        name: THROTTLING.into(),
         value: throttle_value,
         contaminates: throttled,
     });
     entries.push(virtualization_entry(facts.virtualization.as_deref()));
+    Ledger {
+        verdict: verdict_of(&entries),
+        entries,
+    }
+}
+
+/// The ledger entry about the kernel's real-time throttling.
+const THROTTLING: &str = "throttling";
+
+/// `clean`, or `contaminated: ` and every contaminating entry.
+fn verdict_of(entries: &[LedgerEntry]) -> String {
     let reasons: Vec<String> = entries
         .iter()
         .filter(|e| e.contaminates)
         .map(|e| format!("{} ({})", e.name, e.value))
         .collect();
-    let verdict = if reasons.is_empty() {
+    if reasons.is_empty() {
         "clean".into()
     } else {
         format!("contaminated: {}", reasons.join("; "))
+    }
+}
+
+/// The summary line naming the throttled stretches of a traced run (None: there were none).
+pub fn throttled_line(stretches: &[Stretch]) -> Option<String> {
+    (!stretches.is_empty()).then(|| format!("THROTTLED: {}", describe_throttled(stretches)))
+}
+
+/// Puts what the kernel trace saw of throttling into the ledger's `throttling` entry (it
+/// replaces the stall-size guess) and the verdict: any stretch contaminates the run.
+pub fn note_throttled(ledger: &mut Ledger, stretches: &[Stretch]) {
+    let value = if stretches.is_empty() {
+        "the kernel trace saw no stop of the real-time class".to_string()
+    } else {
+        describe_throttled(stretches)
     };
-    Ledger { verdict, entries }
+    let entry = LedgerEntry {
+        name: THROTTLING.into(),
+        value,
+        contaminates: !stretches.is_empty(),
+    };
+    match ledger.entries.iter_mut().find(|e| e.name == THROTTLING) {
+        Some(e) => *e = entry,
+        None => ledger.entries.push(entry),
+    }
+    ledger.verdict = verdict_of(&ledger.entries);
 }
 
 #[cfg(test)]
@@ -280,6 +317,38 @@ mod tests {
                 l.verdict
             );
         }
+    }
+
+    #[test]
+    fn throttled_stretches_from_the_trace_contaminate_and_are_named() {
+        let obs = Observations {
+            rt_throttle_us: Some((950_000, 1_000_000)),
+            ..Default::default()
+        };
+        let mut l = judge(&obs, &facts());
+        assert_eq!(l.verdict, "clean");
+        note_throttled(&mut l, &[]);
+        assert_eq!(l.verdict, "clean");
+        let s = Stretch {
+            cpu: 1,
+            start_ns: 1_000_000_000,
+            end_ns: 1_052_000_000,
+        };
+        note_throttled(&mut l, &[s, s]);
+        assert!(
+            l.verdict.starts_with(
+                "contaminated: throttling (the kernel stopped the real-time \
+                 class 2 time(s), 104.0 ms in all (CPU 1: 52.0 ms, CPU 1: 52.0 ms;"
+            ),
+            "{}",
+            l.verdict
+        );
+        assert_eq!(
+            l.entries.iter().filter(|e| e.name == "throttling").count(),
+            1
+        );
+        assert!(throttled_line(&[s]).unwrap().starts_with("THROTTLED: "));
+        assert!(throttled_line(&[]).is_none());
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
             .as_ref()
             .map_or(String::new(), |e| format!("; stopped early: {e}")),
     ));
+    if let Some(line) = d.plant.throttled_line() {
+        b.p(&line);
+    }
     let rows: Vec<Vec<Cell>> = d
         .axes
         .iter()
@@ -109,6 +112,17 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
             vec![
                 td("plant stalls ≥ 1 ms (another thread ran on its CPU)"),
                 num(format!("{} ({})", d.plant.stalls, d.plant.stalls_preempted)),
+            ],
+            vec![
+                td("plant throttled (real-time class stopped by the kernel for a throttling window)"),
+                num(d.plant.throttled.to_string()),
+            ],
+            vec![
+                td("plant duty cycle (its loop's CPU time / wall time)"),
+                num(d
+                    .plant
+                    .duty_pct()
+                    .map_or("-".into(), |p| format!("{p:.1} %"))),
             ],
             vec![
                 td("cpu_dma_latency held"),

@@ -254,6 +254,7 @@ pub fn explain(tids: &[i32]) -> ExplainResult {
                         steal_ns,
                         steal_span_ns: steal_ns.map(|_| 50_000_000),
                         covered,
+                        throttled: None,
                         segments: Vec::new(),
                     };
                     let s = ExplainedSample::new(cycle, &e);
@@ -271,6 +272,7 @@ pub fn explain(tids: &[i32]) -> ExplainResult {
         })
         .collect();
     ExplainResult {
+        throttled: Vec::new(),
         threshold_ns: Some(200_000),
         threads,
         top_causes: preempt_trace::top_causes(&all),

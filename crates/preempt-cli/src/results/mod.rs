@@ -575,6 +575,10 @@ pub struct ExplainResult {
     /// the only ones left out were beyond the per-thread cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unexplained_why: Option<String>,
+    /// The stretches in which the kernel stopped the real-time class on a measured CPU during
+    /// the run (RT throttling or the fair server), from the trace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttled: Vec<preempt_trace::Stretch>,
 }
 
 /// One thread's explained outliers.
@@ -605,6 +609,10 @@ pub struct ExplainedSample {
     pub steal_ns: Option<u64>,
     /// Whether the trace covered the whole window.
     pub covered: bool,
+    /// Where the window has `throttled` time: the stretch in which the kernel stopped the
+    /// real-time class on the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled: Option<preempt_trace::Stretch>,
 }
 
 impl ExplainedSample {
@@ -616,6 +624,7 @@ impl ExplainedSample {
             causes: e.causes.clone(),
             steal_ns: e.steal_ns,
             covered: e.covered,
+            throttled: e.throttled,
         }
     }
 }
