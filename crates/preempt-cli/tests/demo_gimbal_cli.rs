@@ -200,3 +200,36 @@ fn demo_gimbal_foxglove_without_the_feature_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--features foxglove"), "{stderr}");
 }
+
+/// A build without the `ros2` feature refuses `--ros2` up front, naming the feature.
+#[cfg(not(feature = "ros2"))]
+#[test]
+fn demo_gimbal_ros2_without_the_feature_is_a_usage_error() {
+    let out = Command::new(BIN)
+        .args(["demo", "gimbal", "--ros2", "--out"])
+        .arg(std::env::temp_dir().join("preempt-never-written"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--features ros2"), "{stderr}");
+}
+
+/// With the `ros2` feature, a domain id ROS 2 cannot use is refused before anything runs,
+/// naming the variable and the range.
+#[cfg(feature = "ros2")]
+#[test]
+fn demo_gimbal_ros2_domain_id_out_of_range_is_a_usage_error() {
+    let out = Command::new(BIN)
+        .args(["demo", "gimbal", "--ros2", "--out"])
+        .arg(std::env::temp_dir().join("preempt-never-written"))
+        .env("ROS_DOMAIN_ID", "233")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("ROS_DOMAIN_ID=233") && stderr.contains("0..=232"),
+        "{stderr}"
+    );
+}

@@ -59,6 +59,9 @@ pub struct DemoConfig {
     pub stress: Option<String>,
     /// `--foxglove ADDR`: serve the live state and take setpoints (cargo feature `foxglove`).
     pub foxglove: Option<String>,
+    /// `--ros2`: a ROS 2 node publishing the joint states and taking setpoints (cargo
+    /// feature `ros2`; domain `ROS_DOMAIN_ID`).
+    pub ros2: bool,
     /// `--explain`: explain the controller's deadline misses from the kernel trace (as
     /// `PREEMPT_EXPLAIN=1` does).
     pub explain: bool,
@@ -80,6 +83,7 @@ impl DemoConfig {
                 .and_then(|c| c.last().copied()),
             stress: None,
             foxglove: None,
+            ros2: false,
             explain: false,
         }
     }
@@ -103,6 +107,16 @@ impl DemoConfig {
                 "--foxglove {addr}: this build has no Foxglove server; build with \
                  `--features preempt-gimbal/foxglove` (the preempt CLI: `--features foxglove`)"
             ));
+        }
+        if self.ros2 {
+            #[cfg(feature = "ros2")]
+            crate::ros2::check()?;
+            #[cfg(not(feature = "ros2"))]
+            return Err(
+                "--ros2: this build has no ROS 2 node; build with `--features \
+                        preempt-gimbal/ros2` (the preempt CLI: `--features ros2`)"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -220,7 +234,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     } = harness::start_plant(&cfg.plant_exe, &cfg.plant_prefix, &plant_cfg)?;
 
     let (tx, rx) = bridge::channel::<SampleRecord>(BRIDGE_CAPACITY);
-    let (setpoints, live) = live_server(cfg)?;
+    let (setpoints, live) = LiveEnds::start(cfg, base_ns)?;
     let finished = Arc::new(AtomicBool::new(false));
     let records = Vec::with_capacity(usize::try_from(samples).unwrap_or(0));
     let recorder = harness::recorder(
@@ -229,11 +243,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         Arc::clone(&finished),
         (records, sink, mcap_error, live),
         |(records, sink, error, live), r: SampleRecord| {
-            #[cfg(feature = "foxglove")]
-            if let Some(l) = live.as_mut() {
-                l.state(&r);
-            }
-            let _ = &live;
+            live.state(&r);
             if error.is_none() {
                 if let Err(e) = sink.state(&r) {
                     *error = Some(format!("writing the MCAP: {e}"));
@@ -274,12 +284,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     let ((records, mut sink, write_error, live), lost) = recorder
         .join()
         .map_err(|_| "the recorder thread panicked".to_string())?;
-    #[cfg(feature = "foxglove")]
-    if let Some(l) = live {
-        l.stop();
-    }
-    #[cfg(not(feature = "foxglove"))]
-    let _ = live;
+    let ros2 = live.finish();
     let (counters, plant_error) = {
         let mut p = plant.lock().unwrap_or_else(|e| e.into_inner());
         let c = p.counters();
@@ -347,6 +352,7 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
             refused_releases: app::REFUSED.load(Ordering::Relaxed),
         },
         live_setpoints: app::LIVE_SETPOINTS.load(Ordering::Relaxed),
+        ros2,
         misses: result::miss_causes(&records, expected, counters.stalls),
         telemetry: TelemetryCounts {
             written: counts.state,
@@ -381,39 +387,106 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     Ok((data, out))
 }
 
-/// The live server of `--foxglove`.
-#[cfg(feature = "foxglove")]
-type LiveServer = crate::live::Live;
-/// Without the feature there is none (`validate` refuses `--foxglove`).
-#[cfg(not(feature = "foxglove"))]
-type LiveServer = ();
-
-/// Starts the `--foxglove` server, if asked: the controller's end of its setpoint bridge and
-/// the server (the recorder feeds it).
-fn live_server(
-    cfg: &DemoConfig,
-) -> Result<(Option<bridge::Receiver<SetpointCmd>>, Option<LiveServer>), String> {
-    let Some(addr) = &cfg.foxglove else {
-        return Ok((None, None));
-    };
+/// The live views of `--foxglove` and `--ros2` (each behind its cargo feature): the
+/// recorder feeds them the state, and both hand setpoints to the controller's one bridge.
+#[derive(Debug, Default)]
+struct LiveEnds {
     #[cfg(feature = "foxglove")]
-    {
-        let addr = crate::live::parse_addr(addr)?;
+    foxglove: Option<crate::live::Live>,
+    #[cfg(feature = "ros2")]
+    ros2: Option<crate::ros2::Ros2Live>,
+}
+
+impl LiveEnds {
+    /// Starts what `cfg` asks for; returns the controller's end of the setpoint bridge if
+    /// any view takes setpoints. `base_ns`: the wall-clock time of grid time 0.
+    fn start(
+        cfg: &DemoConfig,
+        base_ns: u64,
+    ) -> Result<(Option<bridge::Receiver<SetpointCmd>>, LiveEnds), String> {
+        if cfg.foxglove.is_none() && !cfg.ros2 {
+            return Ok((None, LiveEnds::default()));
+        }
         let (tx, rx) = bridge::channel(64);
-        let live = crate::live::Live::start(addr, tx)?;
-        eprintln!(
-            "gimbal: Foxglove WebSocket server on ws://{}:{} (state on /gimbal/state; publish \
-             {{\"axis\": \"pan\", \"rad\": 0.3}} on {} to move an axis)",
-            addr.ip(),
-            live.port(),
-            crate::live::SETPOINT_TOPIC
-        );
-        Ok((Some(rx), Some(live)))
+        let tx = std::sync::Arc::new(std::sync::Mutex::new(tx));
+        let ends = LiveEnds {
+            #[cfg(feature = "foxglove")]
+            foxglove: match &cfg.foxglove {
+                Some(addr) => Some(foxglove(addr, &tx)?),
+                None => None,
+            },
+            #[cfg(feature = "ros2")]
+            ros2: if cfg.ros2 {
+                Some(ros2(base_ns, &tx)?)
+            } else {
+                None
+            },
+        };
+        let _ = (base_ns, tx);
+        Ok((Some(rx), ends))
     }
-    #[cfg(not(feature = "foxglove"))]
-    Err(format!(
-        "--foxglove {addr}: this build has no Foxglove server"
-    ))
+
+    /// Hands `r` to every view (each decides what it sends; none blocks).
+    fn state(&mut self, r: &SampleRecord) {
+        #[cfg(feature = "foxglove")]
+        if let Some(l) = self.foxglove.as_mut() {
+            l.state(r);
+        }
+        #[cfg(feature = "ros2")]
+        if let Some(n) = self.ros2.as_mut() {
+            n.state(r);
+        }
+        let _ = r;
+    }
+
+    /// Stops the views; the ROS 2 node's counts.
+    fn finish(self) -> Option<result::Ros2Counts> {
+        #[cfg(feature = "foxglove")]
+        if let Some(l) = self.foxglove {
+            l.stop();
+        }
+        #[cfg(feature = "ros2")]
+        return self.ros2.map(crate::ros2::Ros2Live::finish);
+        #[cfg(not(feature = "ros2"))]
+        None
+    }
+}
+
+/// Starts the `--foxglove` server.
+#[cfg(feature = "foxglove")]
+fn foxglove(
+    addr: &str,
+    tx: &std::sync::Arc<std::sync::Mutex<bridge::Sender<SetpointCmd>>>,
+) -> Result<crate::live::Live, String> {
+    let addr = crate::live::parse_addr(addr)?;
+    let live = crate::live::Live::start(addr, std::sync::Arc::clone(tx))?;
+    eprintln!(
+        "gimbal: Foxglove WebSocket server on ws://{}:{} (state on /gimbal/state; publish \
+         {{\"axis\": \"pan\", \"rad\": 0.3}} on {} to move an axis)",
+        addr.ip(),
+        live.port(),
+        crate::live::SETPOINT_TOPIC
+    );
+    Ok(live)
+}
+
+/// Starts the `--ros2` node.
+#[cfg(feature = "ros2")]
+fn ros2(
+    base_ns: u64,
+    tx: &std::sync::Arc<std::sync::Mutex<bridge::Sender<SetpointCmd>>>,
+) -> Result<crate::ros2::Ros2Live, String> {
+    let node = crate::ros2::Ros2Live::start(base_ns, std::sync::Arc::clone(tx))?;
+    eprintln!(
+        "gimbal: ROS 2 node /{} on domain {} ({} sensor_msgs/JointState at 1 kHz; \
+         std_msgs/Float64 on {} and {} move an axis)",
+        crate::ros2::NODE,
+        node.domain_id(),
+        crate::ros2::JOINT_STATES,
+        crate::ros2::SETPOINTS[0],
+        crate::ros2::SETPOINTS[1],
+    );
+    Ok(node)
 }
 
 /// The result file: `{schema_version, tool, kind: "demo_gimbal", complete, interrupted,

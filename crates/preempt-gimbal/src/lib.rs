@@ -23,10 +23,13 @@
 //! [`plant_rt`] (the plant process's threads), [`plant_main`] (its command line), [`spawn`]
 //! (starting it), [`exchange`] (RTIO
 //! transactions), [`app`] (the real controller), [`reference`](mod@reference) (the mock-clock one),
-//! [`telemetry`] (MCAP), `live` (the Foxglove WebSocket server, cargo feature `foxglove`),
-//! [`result`] (figures, `demo_gimbal`), [`demo`] (one run).
+//! [`telemetry`] (MCAP), [`result`] (figures, `demo_gimbal`), `live` (the Foxglove WebSocket
+//! server, cargo feature `foxglove`), `ros2` (the ROS 2 node, cargo feature `ros2`),
+//! [`demo`] (one run).
 //!
-//! Cargo features: `foxglove` (off by default; it brings tokio): `--foxglove ADDR`.
+//! Cargo features: `foxglove` (off by default; it brings tokio): `--foxglove ADDR`; `ros2`
+//! (off by default; it brings a DDS stack, ros2-client on RustDDS, and needs Rust 1.88):
+//! `--ros2`.
 //!
 //! ```
 //! use preempt_gimbal::model::Plant;
@@ -49,5 +52,7 @@ pub mod plant_rt;
 pub mod record;
 pub mod reference;
 pub mod result;
+#[cfg(feature = "ros2")]
+pub mod ros2;
 pub mod spawn;
 pub mod telemetry;

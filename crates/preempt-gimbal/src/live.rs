@@ -25,8 +25,7 @@ use crate::control::AXES;
 use crate::record::{SampleRecord, SetpointCmd};
 use crate::telemetry::{STATE_SCHEMA, state_json};
 
-/// Every how many samples the state goes out (10: 1 kHz).
-pub const LIVE_EVERY: u64 = 10;
+pub use crate::telemetry::LIVE_EVERY;
 /// The topic a client publishes setpoints on.
 pub const SETPOINT_TOPIC: &str = "/gimbal/setpoint";
 
@@ -73,7 +72,7 @@ pub fn decode_setpoint(payload: &[u8]) -> Result<SetpointCmd, String> {
 }
 
 struct Listener {
-    setpoints: Mutex<Sender<SetpointCmd>>,
+    setpoints: Arc<Mutex<Sender<SetpointCmd>>>,
 }
 
 impl ServerListener for Listener {
@@ -113,11 +112,14 @@ impl std::fmt::Debug for Live {
 }
 
 impl Live {
-    /// Starts the server on `addr`; setpoints go to `setpoints`.
+    /// Starts the server on `addr`; setpoints go to `setpoints` (shared with `--ros2`'s node).
     ///
     /// # Errors
     /// The address is taken or cannot be bound.
-    pub fn start(addr: SocketAddr, setpoints: Sender<SetpointCmd>) -> Result<Live, String> {
+    pub fn start(
+        addr: SocketAddr,
+        setpoints: Arc<Mutex<Sender<SetpointCmd>>>,
+    ) -> Result<Live, String> {
         let ctx = Context::new();
         let state = ctx
             .channel_builder("/gimbal/state")
@@ -135,9 +137,7 @@ impl Live {
             .bind(addr.ip().to_string(), addr.port())
             .capabilities([Capability::ClientPublish])
             .supported_encodings(["json"])
-            .listener(Arc::new(Listener {
-                setpoints: Mutex::new(setpoints),
-            }))
+            .listener(Arc::new(Listener { setpoints }))
             .start_blocking()
             .map_err(|e| format!("--foxglove {addr}: cannot start the server: {e}"))?;
         Ok(Live {

@@ -67,6 +67,10 @@ pub const TASKS_SCHEMA: &str = r#"{
   "type": "object"
 }"#;
 
+/// Every how many samples the live views (Foxglove `--foxglove`, ROS 2 `--ros2`) get the
+/// state: 10, 1 kHz (a viewer draws at 60 Hz; the MCAP keeps every sample).
+pub const LIVE_EVERY: u64 = 10;
+
 #[derive(Serialize)]
 struct AxisMsg {
     angle_rad: f64,

@@ -35,6 +35,7 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
     cfg.plant_exe = std::env::current_exe().context("cannot find the preempt binary itself")?;
     cfg.plant_prefix = vec!["__gimbal-plant".into()];
     cfg.foxglove = a.foxglove.clone();
+    cfg.ros2 = a.ros2;
     cfg.explain = a.explain;
     let stress_cfg = StressConfig::new(&a.stress.stress, a.stress.stress_tool);
     if !stress_cfg.kinds.is_empty() {

@@ -154,6 +154,12 @@ pub struct GimbalArgs {
     /// ({"axis": "pan", "rad": 0.3}). Needs a build with `--features foxglove`.
     #[arg(long, value_name = "ADDR")]
     pub foxglove: Option<String>,
+    /// Join ROS 2 as node /preempt_gimbal (domain ROS_DOMAIN_ID, 0 if unset): publish
+    /// /gimbal/joint_states (sensor_msgs/JointState, 1 kHz) and take setpoints on
+    /// /gimbal/setpoint/pan and /gimbal/setpoint/tilt (std_msgs/Float64, rad), over DDS, no ROS
+    /// installation needed. Needs a build with `--features ros2` (docs/ROS2.md).
+    #[arg(long)]
+    pub ros2: bool,
     /// Explain each deadline miss of the controller from the kernel trace (as
     /// `PREEMPT_EXPLAIN=1` does for any app): per miss its causes (irq, softirq, thread,
     /// wakeup, idle_exit, timer, lost, invisible), the run's top causes, into gimbal.json. Needs

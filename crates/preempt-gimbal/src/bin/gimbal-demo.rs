@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! gimbal-demo [--duration S] [--steps pan=0.5@0.2s,tilt=-0.3@1.0s] [--seed N] [--out DIR]
-//!             [--plant-cpu N|none] [--foxglove 127.0.0.1:8765] [--explain]
+//!             [--plant-cpu N|none] [--foxglove 127.0.0.1:8765] [--ros2] [--explain]
 //! gimbal-demo --reference-only FILE [--duration S] [--steps ..] [--seed N]
 //! ```
 //!
@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use preempt_gimbal::demo::{self, DemoConfig};
 
-const USAGE: &str = "usage: gimbal-demo [--duration S] [--steps pan=0.5@0.2s,tilt=-0.3@1.0s] [--seed N] [--out DIR] [--plant-cpu N|none] [--foxglove ADDR] [--explain] [--reference-only FILE]";
+const USAGE: &str = "usage: gimbal-demo [--duration S] [--steps pan=0.5@0.2s,tilt=-0.3@1.0s] [--seed N] [--out DIR] [--plant-cpu N|none] [--foxglove ADDR] [--ros2] [--explain] [--reference-only FILE]";
 
 fn parse(argv: &[String]) -> Result<(DemoConfig, Option<PathBuf>), String> {
     let mut cfg = DemoConfig::new(&PathBuf::from("gimbal-demo"));
@@ -58,6 +58,7 @@ fn parse(argv: &[String]) -> Result<(DemoConfig, Option<PathBuf>), String> {
             }
             "--reference-only" => reference_only = Some(PathBuf::from(value()?)),
             "--foxglove" => cfg.foxglove = Some(value()?.clone()),
+            "--ros2" => cfg.ros2 = true,
             "--explain" => cfg.explain = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown flag '{other}' ({USAGE})")),
