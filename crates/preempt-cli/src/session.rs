@@ -147,6 +147,16 @@ impl Session {
     /// Writes the final result to every output (or, when that fails, to a fallback file whose
     /// path is printed), then records it in the history unless `--no-history`.
     pub fn save(&self, f: &ResultFile) -> Saved {
+        // Interrupted by whom: the signal, when one stopped the run and the caller did not
+        // name another cause.
+        let signalled = (f.interrupted && f.interrupted_by.is_none() && f.failed.is_none())
+            .then(crate::measure::stop_signal_name)
+            .flatten()
+            .map(|sig| ResultFile {
+                interrupted_by: Some(sig.into()),
+                ..f.clone()
+            });
+        let f = signalled.as_ref().unwrap_or(f);
         let error = self.sink.write(f).err().map(|e| self.fallback(f, e));
         let history_id = history::record_quietly(&self.history, f, self.sink.json_path());
         Saved { history_id, error }

@@ -328,9 +328,10 @@ fn a_demo_stopped_by_sigterm_exits_143_with_a_complete_file_marked_interrupted()
         .unwrap();
     let list = String::from_utf8_lossy(&o.stdout);
     assert!(
-        list.contains("[INTERRUPTED]") && !list.contains("PARTIAL"),
+        list.contains("[INTERRUPTED by SIGTERM]") && !list.contains("PARTIAL"),
         "{list}"
     );
+    assert_eq!(r["interrupted_by"], "SIGTERM");
 }
 
 #[test]

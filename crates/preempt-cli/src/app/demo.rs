@@ -62,6 +62,7 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
     // The final file: complete (this is the run's last word), interrupted when it was.
     let mut file = session.file(RunResult::DemoGimbal(Box::new(data.clone())));
     file.interrupted = data.interrupted;
+    file.failed.clone_from(&data.error);
     // The result file (atomically, over the demo's own JSON; a fallback file if that fails)
     // and the history record, as every measuring command does.
     let saved = session.save(&file);

@@ -133,6 +133,9 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     }
     let mut file = session.file(RunResult::Latency(Box::new(outcome.result.clone())));
     file.interrupted = outcome.interrupted;
+    if outcome.result.break_event.is_some() {
+        file.interrupted_by = Some("--break-at".into());
+    }
     // Write the files first: a closed stdout must not lose the measurement.
     let saved = session.save(&file);
     if let (Some(path), Some(trace)) = (trace_out, &explained.trace) {

@@ -134,7 +134,9 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     drop(guard);
     let (cell, out) = outcome.map_err(super::demo::start_failure)?;
     let data = demo::single(&cfg, cell);
-    let saved = session.save(&result_file(&session, &data));
+    let mut file = result_file(&session, &data);
+    file.failed.clone_from(&data.cells[0].error);
+    let saved = session.save(&file);
     print(&data, &mut std::io::stdout().lock())?;
     let c = &data.cells[0];
     eprintln!(

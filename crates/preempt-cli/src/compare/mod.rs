@@ -326,18 +326,13 @@ pub fn partial_reason(i: &Input) -> Option<String> {
     let Loaded::Result(r) = &i.loaded else {
         return None;
     };
-    if !r.complete {
-        Some(format!(
-            "{} is incomplete (complete: false: the run stopped before writing its final result)",
+    match r.status() {
+        crate::results::RunStatus::Complete => None,
+        s @ crate::results::RunStatus::Partial => Some(format!("{} is {s}", i.label)),
+        s => Some(format!(
+            "{} is {s}: it covers only part of the planned run",
             i.label
-        ))
-    } else if r.interrupted {
-        Some(format!(
-            "{} was interrupted (interrupted: true: it covers only part of the planned run)",
-            i.label
-        ))
-    } else {
-        None
+        )),
     }
 }
 

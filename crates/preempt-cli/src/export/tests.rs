@@ -49,6 +49,8 @@ fn file(result: RunResult) -> ResultFile {
         },
         complete: true,
         interrupted: false,
+        interrupted_by: None,
+        failed: None,
         started_unix_ms: 1_700_000_000_000,
         elapsed_ns: 2_000_000_000,
         sysinfo: sysinfo(),

@@ -56,12 +56,9 @@ pub fn default_db_path() -> Option<PathBuf> {
 
 /// A one-line headline of a result, for the listing.
 pub fn headline(f: &ResultFile) -> String {
-    let mark = if !f.complete {
-        "[PARTIAL: complete false] "
-    } else if f.interrupted {
-        "[INTERRUPTED] "
-    } else {
-        ""
+    let mark = match f.status() {
+        crate::results::RunStatus::Complete => String::new(),
+        s => format!("[{}] ", s.tag()),
     };
     format!("{mark}{}", result_headline(f))
 }

@@ -44,6 +44,16 @@ pub fn install_stop_flag() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// The signal that stopped the run, by name (`SIGINT`, `SIGTERM`), if one did.
+pub fn stop_signal_name() -> Option<&'static str> {
+    // Signal numbers of every Linux architecture (asm-generic/signal.h).
+    match STOP_SIGNAL.get().map_or(0, |s| s.load(Relaxed)) {
+        2 => Some("SIGINT"),
+        15 => Some("SIGTERM"),
+        _ => None,
+    }
+}
+
 /// The exit code of a run stopped by a signal: 143 when SIGTERM stopped it, else 130 (Ctrl-C).
 pub fn interrupted_exit_code() -> u8 {
     let sig = STOP_SIGNAL.get().map_or(0, |s| s.load(Relaxed));

@@ -255,6 +255,8 @@ pub fn file_of(
         tool: Tool::this(),
         complete: true,
         interrupted,
+        interrupted_by: None,
+        failed: None,
         started_unix_ms,
         elapsed_ns,
         sysinfo: info,

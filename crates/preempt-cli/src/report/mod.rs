@@ -467,16 +467,12 @@ pub fn verdict(inputs: &[Input]) -> Verdict {
     let mut bad = false;
     let mut meh = false;
     for (i, r) in &results {
-        if !r.complete || r.interrupted {
+        let status = r.status();
+        if status != crate::results::RunStatus::Complete {
             meh = true;
             verdict.push(format!(
-                "{} is {} and covers only part of the planned run",
-                i.label,
-                if r.complete {
-                    "interrupted"
-                } else {
-                    "partial (complete: false)"
-                }
+                "{} is {status} and covers only part of the planned run",
+                i.label
             ));
         }
     }

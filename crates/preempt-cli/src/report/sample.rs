@@ -552,6 +552,8 @@ pub fn micro() -> ResultFile {
         tool: Tool::this(),
         complete: true,
         interrupted: false,
+        interrupted_by: None,
+        failed: None,
         started_unix_ms: 1_767_225_600_000,
         elapsed_ns: 1_000_000_000,
         sysinfo: sysinfo(),

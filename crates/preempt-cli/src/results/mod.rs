@@ -51,6 +51,13 @@ pub struct ResultFile {
     pub complete: bool,
     /// The run was stopped early (Ctrl-C, `--break-at`); the data covers what ran.
     pub interrupted: bool,
+    /// Who stopped it, when `interrupted` and known: `SIGINT`, `SIGTERM`, `--break-at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
+    /// Why the run failed before its end (a demo's plant died), when it did; `interrupted`
+    /// is then true too and the data covers what ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
     /// Wall-clock start, milliseconds since the Unix epoch (for humans; durations use
     /// CLOCK_MONOTONIC).
     pub started_unix_ms: u64,
@@ -74,11 +81,69 @@ impl ResultFile {
             tool: Tool::this(),
             complete: true,
             interrupted: false,
+            interrupted_by: None,
+            failed: None,
             started_unix_ms: unix_ms_now(),
             elapsed_ns: 0,
             sysinfo,
             warnings: Vec::new(),
             result,
+        }
+    }
+}
+
+/// The status of a result, one vocabulary for `compare`, `history` and `report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus<'a> {
+    /// Written while the run was going (`complete: false`): the run never wrote its final
+    /// result (killed, or still running).
+    Partial,
+    /// The run's final result, of the whole planned run.
+    Complete,
+    /// Stopped early, by whom when known (`SIGINT`, `SIGTERM`, `--break-at`).
+    Interrupted(Option<&'a str>),
+    /// Failed before its end, and why.
+    Failed(&'a str),
+}
+
+impl RunStatus<'_> {
+    /// The short tag of `history list`: `PARTIAL`, `INTERRUPTED by SIGTERM`, `FAILED: why`.
+    pub fn tag(&self) -> String {
+        match self {
+            RunStatus::Partial => "PARTIAL: complete false".into(),
+            RunStatus::Complete => "COMPLETE".into(),
+            RunStatus::Interrupted(None) => "INTERRUPTED".into(),
+            RunStatus::Interrupted(Some(by)) => format!("INTERRUPTED by {by}"),
+            RunStatus::Failed(why) => format!("FAILED: {why}"),
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunStatus::Partial => f.write_str(
+                "incomplete (complete: false: the run stopped before writing its final result)",
+            ),
+            RunStatus::Complete => f.write_str("complete"),
+            RunStatus::Interrupted(None) => f.write_str("interrupted"),
+            RunStatus::Interrupted(Some(by)) => write!(f, "interrupted by {by}"),
+            RunStatus::Failed(why) => write!(f, "failed ({why})"),
+        }
+    }
+}
+
+impl ResultFile {
+    /// The result's [`RunStatus`].
+    pub fn status(&self) -> RunStatus<'_> {
+        if !self.complete {
+            RunStatus::Partial
+        } else if let Some(why) = &self.failed {
+            RunStatus::Failed(why)
+        } else if self.interrupted {
+            RunStatus::Interrupted(self.interrupted_by.as_deref())
+        } else {
+            RunStatus::Complete
         }
     }
 }
@@ -713,6 +778,23 @@ pub struct WakeupResult {
 mod tests {
     use super::*;
     use crate::stats::histogram::Histogram;
+
+    #[test]
+    fn one_status_names_partial_complete_interrupted_by_whom_and_failed_why() {
+        let mut f = ResultFile::new(SysInfo::default(), RunResult::Check(CheckReport::default()));
+        assert_eq!(f.status(), RunStatus::Complete);
+        f.interrupted = true;
+        assert_eq!(f.status().to_string(), "interrupted");
+        f.interrupted_by = Some("SIGTERM".into());
+        assert_eq!(f.status().tag(), "INTERRUPTED by SIGTERM");
+        f.failed = Some("the plant process died".into());
+        assert_eq!(f.status().to_string(), "failed (the plant process died)");
+        f.complete = false;
+        assert_eq!(f.status(), RunStatus::Partial);
+        // Read back from JSON the same way (the fields are optional in older files).
+        let back: ResultFile = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
+        assert_eq!(back.status(), RunStatus::Partial);
+    }
 
     #[test]
     fn distribution_round_trips_through_json() {
