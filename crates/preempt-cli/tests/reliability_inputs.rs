@@ -71,3 +71,27 @@ fn an_endless_text_input_is_refused_at_the_size_limit() {
     // It stopped reading at the limit (plus what the pipe holds), not at the end of memory.
     assert!(sent < (256 << 20) + (16 << 20), "{sent} bytes were read");
 }
+
+#[test]
+fn monitor_refuses_a_zero_or_wrapping_window_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["--window", "0"], "--window must be at least 1"),
+        (&["--recheck", "0"], "--recheck must be at least 1"),
+        (
+            &["--window", "18446744073709551"],
+            "--window 18446744073709551 is too large",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = Command::new(support::bin())
+            .env("PREEMPT_HISTORY", dir.path().join("h.sqlite"))
+            .args(["monitor", "--listen", "127.0.0.1:0", "-D", "1s"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}

@@ -59,8 +59,14 @@ pub fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
     cfg.interval_ns = crate::config::us_to_ns(a.interval, "--interval")?;
     cfg.deadline_ns = cfg.interval_ns;
     cfg.policy = Policy::Fifo { priority };
-    cfg.window_ns = crate::config::s_to_ns(a.window.max(1), "--window")?;
-    cfg.recheck_ns = crate::config::s_to_ns(a.recheck.max(1), "--recheck")?;
+    // 0 is not a window nor a period (it used to become 1 s silently).
+    for (v, flag) in [(a.window, "--window"), (a.recheck, "--recheck")] {
+        if v == 0 {
+            return Err(usage(format!("{flag} must be at least 1 (seconds)")));
+        }
+    }
+    cfg.window_ns = crate::config::s_to_ns(a.window, "--window")?;
+    cfg.recheck_ns = crate::config::s_to_ns(a.recheck, "--recheck")?;
     let interval_ns = cfg.interval_ns;
     let window_ns = cfg.window_ns;
     let mut registry = Registry::default();
