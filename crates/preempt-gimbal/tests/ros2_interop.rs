@@ -221,3 +221,49 @@ exit $status
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Bad input is refused before anything real-time starts, naming the fix: a domain id out of
+/// range, and a network namespace whose only interface (lo) is down.
+#[test]
+fn ros2_bad_domain_and_no_interface_are_refused_before_the_run() {
+    let dir = std::env::temp_dir().join(format!("gimbal-ros2-bad-{}", std::process::id()));
+    let demo = env!("CARGO_BIN_EXE_gimbal-demo");
+    let out = Command::new(demo)
+        .args(["--duration", "1", "--ros2", "--out"])
+        .arg(&dir)
+        .env("ROS_DOMAIN_ID", "233")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ROS_DOMAIN_ID=233") && err.contains("0..=232"),
+        "{err}"
+    );
+
+    let root = preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysAdmin)
+        .unwrap_or(false);
+    let mut cmd = Command::new("unshare");
+    if !root {
+        cmd.arg("--map-root-user");
+    }
+    let out = cmd
+        .args(["--net", demo, "--duration", "1", "--ros2", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !require(
+        !err.contains("unshare:"),
+        "no network namespace can be made here (root or user namespaces needed)",
+    ) {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no network interface is up with multicast")
+            && err.contains("ip link set lo up"),
+        "{err}"
+    );
+    assert!(!dir.join("gimbal.json").exists(), "nothing ran");
+}

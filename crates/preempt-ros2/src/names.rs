@@ -121,30 +121,25 @@ pub fn check_node(namespace: &str, name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `IFF_UP` (linux/if.h).
-const IFF_UP: u32 = 0x1;
-/// `IFF_MULTICAST` (linux/if.h).
-const IFF_MULTICAST: u32 = 0x1000;
-
-/// The network interfaces that are up and multicast-capable, from `/sys/class/net/*/flags`:
-/// RTPS discovery (SPDP) announces participants on multicast 239.255.0.1, so DDS finds no
-/// peer without one.
+/// The network interfaces of this process's network namespace that are up and
+/// multicast-capable (getifaddrs(3): `/sys/class/net` would show the namespace sysfs was
+/// mounted in instead): RTPS discovery (SPDP) announces participants on multicast
+/// 239.255.0.1, so DDS finds no peer without one.
 ///
 /// # Errors
-/// `/sys/class/net` cannot be read.
+/// getifaddrs fails.
 pub fn multicast_interfaces() -> std::io::Result<Vec<String>> {
-    let mut up = Vec::new();
-    for entry in std::fs::read_dir("/sys/class/net")? {
-        let entry = entry?;
-        let Ok(flags) = std::fs::read_to_string(entry.path().join("flags")) else {
-            continue;
-        };
-        let flags = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16).unwrap_or(0);
-        if flags & IFF_UP != 0 && flags & IFF_MULTICAST != 0 {
-            up.push(entry.file_name().to_string_lossy().into_owned());
-        }
-    }
+    use nix::net::if_::InterfaceFlags;
+    let mut up: Vec<String> = nix::ifaddrs::getifaddrs()
+        .map_err(std::io::Error::from)?
+        .filter(|i| {
+            i.flags
+                .contains(InterfaceFlags::IFF_UP | InterfaceFlags::IFF_MULTICAST)
+        })
+        .map(|i| i.interface_name)
+        .collect();
     up.sort();
+    up.dedup();
     Ok(up)
 }
 
@@ -219,17 +214,12 @@ mod tests {
     }
 
     #[test]
-    fn loopback_counts_as_an_interface_when_it_is_up_with_multicast() {
-        // Whatever this machine has, the answer agrees with `ip link`'s flags as sysfs has them.
-        let up = multicast_interfaces().unwrap();
-        for name in &up {
+    fn interfaces_listed_are_up_with_multicast_per_sysfs() {
+        // In the namespace sysfs shows (this test's own), the flags agree with sysfs.
+        for name in multicast_interfaces().unwrap() {
             let flags = std::fs::read_to_string(format!("/sys/class/net/{name}/flags")).unwrap();
             let f = u32::from_str_radix(flags.trim().trim_start_matches("0x"), 16).unwrap();
-            assert_eq!(
-                f & (IFF_UP | IFF_MULTICAST),
-                IFF_UP | IFF_MULTICAST,
-                "{name}"
-            );
+            assert_eq!(f & 0x1001, 0x1001, "{name}: IFF_UP | IFF_MULTICAST");
         }
     }
 }
