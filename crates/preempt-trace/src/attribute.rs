@@ -834,12 +834,28 @@ impl State {
             },
             (_, true) => {
                 let mut k = thread(CauseKind::Thread);
+                k.name = name_threaded_irq(k.name);
                 // Kernel priorities: a larger number is a lower priority.
                 k.inversion = self.victim_prio.is_some_and(|v| prio > v);
                 k
             }
         }
     }
+}
+
+/// Names a threaded interrupt handler as what it is: PREEMPT_RT (and `threadirqs`) kernels run
+/// each interrupt's handler in a SCHED_FIFO 50 kernel thread called `irq/<number>-<action>`
+/// (kernel/irq/manage.c, `setup_irq_thread`; the comm is cut at 15 characters), which delays
+/// a lower-priority task like any thread but is interrupt work. Other names are returned as
+/// they are.
+pub fn name_threaded_irq(comm: String) -> String {
+    let Some((irq, action)) = comm.strip_prefix("irq/").and_then(|r| r.split_once('-')) else {
+        return comm;
+    };
+    if irq.is_empty() || !irq.bytes().all(|b| b.is_ascii_digit()) {
+        return comm;
+    }
+    format!("{comm} (threaded handler of IRQ {irq}, {action})")
 }
 
 /// One cause aggregated over a run.
@@ -959,6 +975,24 @@ pub fn summary_lines(top: &[TopCause], windows: usize, what: &str, max: usize) -
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn threaded_interrupt_handlers_are_named_as_such() {
+        use super::name_threaded_irq as n;
+        // Comms of a Debian 6.1 PREEMPT_RT arm64 guest (qemu virt) and an x86 one, as
+        // /proc/<pid>/comm cuts them.
+        assert_eq!(
+            n("irq/13-uart-pl0".into()),
+            "irq/13-uart-pl0 (threaded handler of IRQ 13, uart-pl0)"
+        );
+        assert_eq!(
+            n("irq/4-ttyS0".into()),
+            "irq/4-ttyS0 (threaded handler of IRQ 4, ttyS0)"
+        );
+        for other in ["irqbalance", "irq/work", "ksoftirqd/0", "preempt-p5"] {
+            assert_eq!(n(other.into()), other);
+        }
+    }
+
     use super::*;
     use crate::format::EventFormat;
 

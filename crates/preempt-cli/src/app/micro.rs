@@ -75,7 +75,7 @@ pub fn run(args: &MicroArgs, argv: Vec<String>) -> Result<u8> {
     if output.json_stdout {
         print_json(&file)?;
     } else {
-        print_table(micro_of(&file)?)?;
+        print_table(micro_of(&file)?, file.sysinfo.virtualization.as_deref())?;
     }
     if stop.load(Relaxed) {
         return saved.exit(crate::measure::interrupted_exit_code());
@@ -98,18 +98,30 @@ pub fn run(args: &MicroArgs, argv: Vec<String>) -> Result<u8> {
     saved.exit(EXIT_OK)
 }
 
-fn print_table(m: &MicroResult) -> Result<()> {
+/// The table of a micro run; `virtualization` (the run's system information) marks the
+/// figures of an emulated CPU as the emulator's.
+fn print_table(m: &MicroResult, virtualization: Option<&str>) -> Result<()> {
     let mut out = std::io::stdout().lock();
+    let tick_ns = 1e9 / m.clock.counter_hz;
     writeln!(
         out,
-        "clock: {:?} at {:.4} GHz, calibrated against {} (+/-{} ppm), steps of {} tick(s); cycles = {}",
+        "clock: {:?} at {:.4} GHz (one tick = {tick_ns:.1} ns), calibrated against {} (+/-{} ppm), \
+         steps of {} tick(s) = {:.1} ns; cycles = {}",
         m.clock.counter,
         m.clock.counter_hz / 1e9,
         m.clock.calibrated_against,
         m.clock.calibration_uncertainty_ppm,
         m.clock.resolution_ticks,
+        m.clock.resolution_ticks as f64 * tick_ns,
         m.clock.unit
     )?;
+    if let Some(v) = virtualization.filter(|v| v.contains("emulated")) {
+        writeln!(
+            out,
+            "emulated CPU ({v}): every cycle and nanosecond figure below is the emulator's, \
+             not the hardware's"
+        )?;
+    }
     writeln!(
         out,
         "timing overhead (two back-to-back reads): p50 {} cycles = {} ns, max {} cycles; {}",

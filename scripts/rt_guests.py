@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""Boots Debian's PREEMPT_RT kernels (arm64 and amd64) and the matching non-RT amd64 kernel
+under qemu-system (software emulation: KVM is not usable here) from an initramfs holding
+busybox and the project's binaries, runs a fixed suite inside and checks what comes back
+over the serial console.
+
+    scripts/rt_guests.py [--guests rt-arm64,rt-amd64,amd64] [--out target/rt-guests]
+                         [--kernel-abi 6.1.0-56] [--timeout-s 600] [--skip-build]
+
+What the guests prove: the project's binaries run on the real kernels its users boot (the
+arm64 generic timer, arm64 syscall numbers, PI futexes on rt_mutex, threaded interrupt
+handlers, `preempt check`'s PREEMPT_RT items). What they cannot: timing. The CPU is emulated
+(qemu TCG), so every latency figure is the emulator's; the suite checks bookkeeping
+(samples + missed = releases) and that preempt *says* the machine is emulated, never figures.
+
+The suite (one step per `@@BEGIN name` ... `@@END name rc=N` block on the console):
+  check        `preempt check --json`: the preemption-model item PASSes on an RT kernel and
+               fails on the non-RT one; the virtualisation item reports an emulated CPU (FAIL)
+  conformance  the thesis listings' and RTIC's example apps (the `thesis_listings`,
+               `examples_output` and `rtic_conformance` test binaries of crate preempt)
+  pcp-stress   the PCP mutex stress test (`pcp_stress` of preempt-sync)
+  latency      `preempt latency --duration 3s --json`: samples + missed = releases on every
+               thread, and a ledger verdict that is not `clean`
+  explain      `preempt latency --priority 40 --explain` while the console is flooded: on an
+               RT kernel the UART's interrupt handler runs in its `irq/N-...` thread at
+               SCHED_FIFO 50, above the measured loop, and must be named as a threaded
+               interrupt handler among the causes
+  uav          `preempt demo uav --duration 2s`
+
+Needs: apt-get (arm64 packages need `dpkg --add-architecture arm64`, done here), qemu-system-arm,
+qemu-system-x86, cpio, and the arm64 cross toolchain of scripts/arm64_qemu_user.sh. Exit
+status 0 when every check of every guest passed; the per-guest console logs, step outputs
+and a summary.json are written to --out.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+GUESTS = {
+    "rt-arm64": {"arch": "arm64", "flavour": "rt-arm64", "rt": True},
+    "rt-amd64": {"arch": "amd64", "flavour": "rt-amd64", "rt": True},
+    "amd64": {"arch": "amd64", "flavour": "amd64", "rt": False},
+}
+
+ARCH = {
+    "arm64": {
+        "triple": "aarch64-unknown-linux-gnu",
+        "libdir": "/usr/aarch64-linux-gnu/lib",
+        "loader": "ld-linux-aarch64.so.1",
+        "qemu": ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72"],
+        "console": "ttyAMA0",
+    },
+    "amd64": {
+        "triple": None,  # native: target/release
+        "libdir": "/lib/x86_64-linux-gnu",
+        "loader": "ld-linux-x86-64.so.2",
+        "qemu": ["qemu-system-x86_64", "-cpu", "qemu64"],
+        "console": "ttyS0",
+    },
+}
+
+# The libraries every Rust binary of the workspace links (checked with readelf below).
+LIBS = ["libc.so.6", "libm.so.6", "libgcc_s.so.1"]
+
+TESTS = [("preempt", "thesis_listings"), ("preempt", "examples_output"),
+         ("preempt", "rtic_conformance"), ("preempt-sync", "pcp_stress")]
+
+
+def log(msg):
+    print(f"rt_guests: {msg}", flush=True)
+
+
+def run(cmd, **kw):
+    log("$ " + " ".join(cmd))
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def nice(cmd):
+    return ["nice", "-n", "10"] + cmd
+
+
+def fetch_kernels(cache, abi, guests):
+    """apt-get download + dpkg-deb -x of each guest's kernel and busybox-static per arch."""
+    os.makedirs(cache, exist_ok=True)
+    archs = {GUESTS[g]["arch"] for g in guests}
+    if "arm64" in archs:
+        foreign = subprocess.run(["dpkg", "--print-foreign-architectures"],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        if "arm64" not in foreign:
+            run(["dpkg", "--add-architecture", "arm64"])
+            run(["apt-get", "update", "-qq"])
+    pkgs = []
+    for g in guests:
+        a = GUESTS[g]["arch"]
+        pkgs.append((f"linux-image-{abi}-{GUESTS[g]['flavour']}", a))
+    for a in sorted(archs):
+        pkgs.append(("busybox-static", a))
+    out = {}
+    for name, a in pkgs:
+        dest = os.path.join(cache, f"{name}_{a}")
+        if not os.path.isdir(dest):
+            debs = glob.glob(os.path.join(cache, f"{name}_*_{a}.deb"))
+            if not debs:
+                run(["apt-get", "download", f"{name}:{a}"], cwd=cache)
+                debs = glob.glob(os.path.join(cache, f"{name}_*_{a}.deb"))
+            run(["dpkg-deb", "-x", debs[0], dest + ".tmp"])
+            os.rename(dest + ".tmp", dest)
+        out[(name, a)] = dest
+    return out
+
+
+def cargo_json(args):
+    """Runs cargo with --message-format=json and returns the executables it reports."""
+    p = subprocess.run(nice(["cargo"] + args + ["--message-format=json"]), cwd=ROOT,
+                       stdout=subprocess.PIPE, check=True, text=True)
+    exes = []
+    for line in p.stdout.splitlines():
+        try:
+            m = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if m.get("reason") == "compiler-artifact" and m.get("executable"):
+            exes.append((m["target"]["name"], m["target"]["kind"], m["executable"]))
+    return exes
+
+
+def build(arch):
+    """The binaries a guest runs: the release `preempt` (as packaged), and the debug test
+    binaries of TESTS with the preempt crate's examples beside them (the profile `cargo test`
+    builds, so after the test stages of CI this compiles nothing). Returns
+    {"preempt": path, "examples": [...], "tests": {name: path}}."""
+    triple = ARCH[arch]["triple"]
+    tgt = ["--target", triple] if triple else []
+    bins = cargo_json(["build", "--release", *tgt, "-p", "preempt-cli", "--bin", "preempt"])
+    examples = cargo_json(["build", *tgt, "-p", "preempt", "--examples"])
+    tests = {}
+    for crate, test in TESTS:
+        for name, kind, exe in cargo_json(["test", *tgt, "-p", crate, "--test", test,
+                                           "--no-run"]):
+            if name == test and "test" in kind:
+                tests[test] = exe
+    missing = [t for _, t in TESTS if t not in tests]
+    if missing:
+        sys.exit(f"rt_guests: cargo reported no test binary for {missing}")
+    return {"preempt": bins[-1][2], "examples": [e for _, k, e in examples if "example" in k],
+            "tests": tests}
+
+
+INIT = r"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /tmp /run; mount -t devpts devpts /dev/pts; mount -t tmpfs tmp /tmp
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+export PATH=/usr/local/bin:/bin:/usr/bin HOME=/tmp PREEMPT_REQUIRE_PRIVILEGED=1 RUST_BACKTRACE=1
+ulimit -l unlimited
+step() { name=$1; shift; echo "@@BEGIN $name"; "$@" 2>&1; rc=$?; echo "@@END $name rc=$rc"; }
+echo "@@GUEST $(uname -r) $(uname -m) $(nproc) cpus"
+step check preempt check --json
+step thesis_listings /t/deps/thesis_listings --test-threads=1
+step examples_output /t/deps/examples_output --test-threads=1
+step rtic_conformance /t/deps/rtic_conformance --test-threads=1
+step pcp-stress /t/deps/pcp_stress --test-threads=1
+step latency preempt latency --duration 3s --no-history --no-progress --json
+flood() { i=0; while [ $i -lt 400 ]; do echo "flood $i: ................................................................"; i=$((i+1)); done; }
+echo "@@BEGIN explain"
+( sleep 1; flood >/dev/console ) &
+preempt latency --duration 4s --priority 40 --explain --no-history --no-progress 2>&1
+echo "@@END explain rc=$?"
+wait
+step uav preempt demo uav --duration 2s --out /tmp/uav --no-history
+echo "@@DONE"
+poweroff -f
+"""
+
+
+def make_initramfs(arch, built, busybox_dir, out):
+    a = ARCH[arch]
+    root = out + ".root"
+    shutil.rmtree(root, ignore_errors=True)
+    for d in ["bin", "usr/bin", "lib", "t/deps", "t/examples", "proc", "sys", "dev"]:
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    shutil.copy(os.path.join(busybox_dir, "bin/busybox"), os.path.join(root, "bin/busybox"))
+    shutil.copy(built["preempt"], os.path.join(root, "usr/bin/preempt"))
+    for e in built["examples"]:
+        shutil.copy(e, os.path.join(root, "t/examples", os.path.basename(e)))
+    for name, exe in built["tests"].items():
+        shutil.copy(exe, os.path.join(root, "t/deps", name))
+    for lib in LIBS + [a["loader"]]:
+        shutil.copy(os.path.realpath(os.path.join(a["libdir"], lib)), os.path.join(root, "lib", lib))
+    if arch == "amd64":
+        os.makedirs(os.path.join(root, "lib64"), exist_ok=True)
+        os.symlink("/lib/" + a["loader"], os.path.join(root, "lib64", a["loader"]))
+    with open(os.path.join(root, "init"), "w") as f:
+        f.write(INIT)
+    # The RTIC conformance test pins its apps with `taskset -c 0` and first checks that
+    # `taskset --version` runs (util-linux); busybox's taskset pins the same way.
+    os.makedirs(os.path.join(root, "usr/local/bin"), exist_ok=True)
+    shim = os.path.join(root, "usr/local/bin/taskset")
+    with open(shim, "w") as f:
+        f.write('#!/bin/sh\n[ "$1" = --version ] && { echo "taskset (busybox)"; exit 0; }\n'
+                'exec /bin/busybox taskset "$@"\n')
+    os.chmod(shim, 0o755)
+    # examples_output compares with the expected outputs at their source path.
+    expected = os.path.join(ROOT, "crates/preempt/examples/expected")
+    shutil.copytree(expected, root + expected)
+    os.chmod(os.path.join(root, "init"), 0o755)
+    strip = "aarch64-linux-gnu-strip" if arch == "arm64" else "strip"
+    for d in ["usr/bin", "t/deps", "t/examples"]:
+        for f in glob.glob(os.path.join(root, d, "*")):
+            subprocess.run([strip, "--strip-debug", f], check=True)
+    files = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
+    cpio = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=files,
+                          capture_output=True, check=True).stdout
+    with open(out, "wb") as f:
+        f.write(subprocess.run(["gzip", "-1"], input=cpio, capture_output=True,
+                               check=True).stdout)
+    return os.path.getsize(out)
+
+
+def boot(guest, kernel, initrd, log_path, timeout_s):
+    a = ARCH[GUESTS[guest]["arch"]]
+    cmd = nice(a["qemu"] + ["-smp", "2", "-m", "1024", "-nographic", "-no-reboot",
+                           "-kernel", kernel, "-initrd", initrd, "-append",
+                           f"console={a['console']} panic=-1 quiet"])
+    log(f"{guest}: $ {' '.join(cmd)}")
+    t0 = time.monotonic()
+    with open(log_path, "wb") as f:
+        try:
+            subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                           timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    return time.monotonic() - t0, timed_out
+
+
+def split_steps(console):
+    steps, cur, buf = {}, None, []
+    for line in console.replace("\r", "").splitlines():
+        m = re.match(r"^@@BEGIN (\S+)$", line)
+        if m:
+            cur, buf = m.group(1), []
+            continue
+        m = re.match(r"^@@END (\S+) rc=(\d+)$", line)
+        if m and cur == m.group(1):
+            steps[cur] = {"rc": int(m.group(2)), "output": "\n".join(buf)}
+            cur = None
+            continue
+        if cur:
+            buf.append(line)
+    return steps
+
+
+def first_json(text):
+    """The first JSON object of a step's output (stderr lines may come before or after)."""
+    for m in re.finditer(r"^\{", text, re.M):
+        try:
+            return json.JSONDecoder().raw_decode(text[m.start():])[0]
+        except ValueError:
+            continue
+    raise ValueError("no JSON object in the output")
+
+
+def judge(guest, steps, console):
+    """(check name, passed, detail) for every check of the suite."""
+    rt = GUESTS[guest]["rt"]
+    out = []
+
+    def add(name, ok, detail):
+        out.append({"check": name, "passed": bool(ok), "detail": detail})
+
+    add("finished", "@@DONE" in console, "the suite ran to its end")
+    c = steps.get("check")
+    items = {}
+    if c:
+        try:
+            doc = first_json(c["output"])
+            items = {i["id"]: i for i in doc["data"]["items"]}
+        except (ValueError, AttributeError, KeyError, TypeError) as e:
+            add("check-json", False, f"preempt check --json did not parse: {e}")
+    model = items.get("preempt-model", {})
+    want = "pass" if rt else "fail"
+    add("preempt-model", str(model.get("status", "")).lower() == want,
+        f"expected {want.upper()} on {'an RT' if rt else 'a non-RT'} kernel: {model}")
+    virt = items.get("virtualization", {})
+    add("emulated-cpu-reported", str(virt.get("status", "")).lower() == "fail"
+        and "emulated" in virt.get("value", ""), f"{virt}")
+    for t in ["thesis_listings", "examples_output", "rtic_conformance", "pcp-stress"]:
+        s = steps.get(t)
+        add(t, s is not None and s["rc"] == 0,
+            "rc=%s, last lines: %s" % (s and s["rc"], s and s["output"].splitlines()[-3:]))
+    lat = steps.get("latency")
+    try:
+        res = first_json(lat["output"])["data"]
+        threads = res["threads"]
+        sums = [(t["samples"] + t["missed_periods"], t["releases"]) for t in threads]
+        add("latency-bookkeeping", lat["rc"] == 0 and all(a == b for a, b in sums),
+            f"(samples + missed, releases) per thread: {sums}")
+        verdict = res["ledger"]["verdict"]
+        add("latency-not-clean", verdict != "clean" and "emulated" in verdict, verdict)
+    except (TypeError, KeyError, ValueError) as e:
+        add("latency-bookkeeping", False, f"no latency JSON ({e}); rc={lat and lat['rc']}")
+    ex = steps.get("explain")
+    if ex:
+        irq_lines = [l for l in ex["output"].splitlines() if "irq/" in l]
+        named = [l for l in irq_lines if "threaded handler of IRQ" in l]
+        detail = f"rc={ex['rc']}; lines naming irq/ threads: {irq_lines[:4]}"
+        if rt:
+            add("explain-threaded-irqs", ex["rc"] == 0 and named and len(named) == len(irq_lines),
+                detail)
+        else:
+            add("explain-runs", ex["rc"] == 0, detail)
+    uav = steps.get("uav")
+    add("demo-uav", uav is not None and uav["rc"] == 0,
+        "rc=%s: %s" % (uav and uav["rc"], uav and uav["output"].splitlines()[-3:]))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--guests", default="rt-arm64,rt-amd64,amd64")
+    p.add_argument("--out", default=os.path.join(ROOT, "target/rt-guests"))
+    p.add_argument("--kernel-abi", default=None,
+                   help="Debian kernel ABI, e.g. 6.1.0-56 (default: linux-image-rt-amd64's)")
+    p.add_argument("--timeout-s", type=int, default=600, help="per guest")
+    p.add_argument("--skip-build", action="store_true",
+                   help="reuse the binaries of the last run (target/rt-guests/*.initrd)")
+    a = p.parse_args()
+    guests = [g for g in a.guests.split(",") if g]
+    for g in guests:
+        if g not in GUESTS:
+            sys.exit(f"rt_guests: unknown guest '{g}' (--guests takes {','.join(GUESTS)})")
+    os.makedirs(a.out, exist_ok=True)
+    abi = a.kernel_abi
+    if not abi:
+        dep = subprocess.run(["apt-cache", "depends", "linux-image-rt-amd64"],
+                             capture_output=True, text=True, check=True).stdout
+        m = re.search(r"linux-image-(\d+\.\d+\.\d+-\d+)-rt-amd64", dep)
+        if not m:
+            sys.exit("rt_guests: apt-cache knows no linux-image-rt-amd64: run apt-get update, "
+                     "or pass --kernel-abi")
+        abi = m.group(1)
+    t0 = time.monotonic()
+    pkgs = fetch_kernels(os.path.join(a.out, "cache"), abi, guests)
+    t_fetch = time.monotonic() - t0
+    initrds, t_build = {}, {}
+    for arch in sorted({GUESTS[g]["arch"] for g in guests}):
+        path = os.path.join(a.out, f"{arch}.initrd")
+        if not (a.skip_build and os.path.exists(path)):
+            t1 = time.monotonic()
+            built = build(arch)
+            size = make_initramfs(arch, built, pkgs[("busybox-static", arch)], path)
+            t_build[arch] = time.monotonic() - t1
+            log(f"{arch}: initramfs {size / 1e6:.1f} MB in {t_build[arch]:.0f} s")
+        initrds[arch] = path
+    summary = {"kernel_abi": abi, "fetch_s": round(t_fetch, 1),
+               "build_s": {k: round(v, 1) for k, v in t_build.items()}, "guests": {}}
+    ok = True
+    for g in guests:
+        arch, flavour = GUESTS[g]["arch"], GUESTS[g]["flavour"]
+        name = f"linux-image-{abi}-{flavour}"
+        kernel = glob.glob(os.path.join(pkgs[(name, arch)], "boot/vmlinuz-*"))[0]
+        console_path = os.path.join(a.out, f"{g}.console.log")
+        secs, timed_out = boot(g, kernel, initrds[arch], console_path, a.timeout_s)
+        console = open(console_path, "rb").read().decode("utf-8", "replace")
+        steps = split_steps(console)
+        for s, v in steps.items():
+            with open(os.path.join(a.out, f"{g}.{s}.txt"), "w") as f:
+                f.write(v["output"] + f"\nrc={v['rc']}\n")
+        checks = judge(g, steps, console)
+        if timed_out:
+            checks.insert(0, {"check": "boot", "passed": False,
+                              "detail": f"no poweroff within {a.timeout_s} s"})
+        summary["guests"][g] = {"kernel": os.path.basename(kernel), "seconds": round(secs, 1),
+                                "checks": checks}
+        for c in checks:
+            ok &= c["passed"]
+            print(f"  {g:9} {'PASS' if c['passed'] else 'FAIL'}  {c['check']:24} "
+                  f"{c['detail'][:160] if not c['passed'] else ''}")
+        log(f"{g}: {secs:.0f} s from boot to power-off ({os.path.basename(kernel)})")
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    log(f"total {time.monotonic() - t0:.0f} s; summary in {a.out}/summary.json")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
