@@ -36,7 +36,9 @@ use quote::{format_ident, quote};
 use syn::{Ident, Pat, Type};
 
 use crate::analyze::{Access, Analysis};
-use crate::parse::{App, IdlePolicy, LocalAccess, OnMiss, OnPanic, SharedAccess, Task, TaskKind};
+use crate::parse::{
+    App, IdlePolicy, LocalAccess, OnMiss, OnPanic, RtSafety, SharedAccess, Task, TaskKind,
+};
 
 /// The attributes every generated item carries: the names follow the user's task names, and
 /// the items are reached through the app module whatever its visibility.
@@ -745,6 +747,19 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
         .collect();
     let (accounting, summary, mock) = (app.args.accounting, app.args.summary, app.args.mock_clock);
     let explain = app.args.explain;
+    let rt_safety = match app.args.rt_safety {
+        Some(RtSafety::Off) => quote!(::preempt::rt_safety::Mode::Off),
+        Some(RtSafety::Warn) => quote!(::preempt::rt_safety::Mode::Warn),
+        Some(RtSafety::Abort) => quote!(::preempt::rt_safety::Mode::Abort),
+        // Evaluated in the app's crate, with its build's `debug_assertions`.
+        None => quote! {
+            if ::core::cfg!(debug_assertions) {
+                ::preempt::rt_safety::Mode::Warn
+            } else {
+                ::preempt::rt_safety::Mode::Off
+            }
+        },
+    };
     let metrics = match &app.args.metrics {
         Some(addr) => quote!(::core::option::Option::Some(#addr)),
         None => quote!(::core::option::Option::None),
@@ -810,6 +825,7 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 explain: #explain,
                 locks: &[#(&#lockstats),*],
                 metrics: #metrics,
+                rt_safety: #rt_safety,
             },
         );
 
@@ -867,7 +883,23 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
     });
 
     let main = if app.args.main {
+        // One per program, like `main`: the allocator that sees the real-time jobs'
+        // allocations (`preempt::rt_safety`); `global_allocator = false` leaves it out. Not in
+        // test builds, where libtest's `main` is the program's and one test crate may hold
+        // several apps (a test that checks allocations declares `CheckedAlloc` itself).
+        let allocator = if app.args.global_allocator {
+            quote! {
+                #[cfg(not(test))]
+                #[global_allocator]
+                static __PREEMPT_ALLOCATOR: ::preempt::rt_safety::CheckedAlloc =
+                    ::preempt::rt_safety::CheckedAlloc::SYSTEM;
+            }
+        } else {
+            quote!()
+        };
         quote! {
+            #allocator
+
             #[allow(dead_code)]
             fn main() {
                 ::std::process::exit(#mod_ident::run())

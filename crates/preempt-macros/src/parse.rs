@@ -60,6 +60,19 @@ pub(crate) struct AppArgs {
     pub(crate) mock_clock: bool,
     /// `explain = true` explains deadline misses from the kernel trace.
     pub(crate) explain: bool,
+    /// `rt_safety = "warn" | "abort" | "off"`; `None`: by build (warn in debug, off in
+    /// release).
+    pub(crate) rt_safety: Option<RtSafety>,
+    /// `global_allocator = false`: no checked `#[global_allocator]` next to `fn main`.
+    pub(crate) global_allocator: bool,
+}
+
+/// `rt_safety = ".."`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RtSafety {
+    Off,
+    Warn,
+    Abort,
 }
 
 /// What a level does when idle.
@@ -416,6 +429,8 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
         metrics: None,
         mock_clock: false,
         explain: false,
+        rt_safety: None,
+        global_allocator: true,
     };
     let mut seen: Vec<String> = Vec::new();
     while !input.is_empty() {
@@ -450,6 +465,25 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
             "page_faults" => args.page_faults = input.parse::<syn::LitBool>()?.value,
             "summary" => args.summary = input.parse::<syn::LitBool>()?.value,
             "explain" => args.explain = input.parse::<syn::LitBool>()?.value,
+            "global_allocator" => {
+                args.global_allocator = input.parse::<syn::LitBool>()?.value;
+            }
+            "rt_safety" => {
+                let value: syn::LitStr = input.parse()?;
+                args.rt_safety = Some(match value.value().as_str() {
+                    "off" => RtSafety::Off,
+                    "warn" => RtSafety::Warn,
+                    "abort" => RtSafety::Abort,
+                    _ => {
+                        return Err(syn::Error::new(
+                            value.span(),
+                            "expected `rt_safety = \"warn\"` (report real-time safety findings \
+                             at exit), `\"abort\"` (stop at the first) or `\"off\"`; the default \
+                             is \"warn\" in debug builds and \"off\" in release builds",
+                        ));
+                    }
+                });
+            }
             "metrics" => args.metrics = Some(input.parse::<syn::LitStr>()?.value()),
             "idle_policy" => args.idle = idle_bindings(input)?,
             "clock" => {
@@ -494,7 +528,7 @@ fn app_args(input: ParseStream<'_>) -> syn::Result<AppArgs> {
                     format!(
                         "unknown app argument `{name}`; expected `cores`, `on_panic`, `main`, \
                          `stack_size`, `idle_policy`, `accounting`, `page_faults`, `summary`, \
-                         `explain`, `metrics` or `clock`"
+                         `explain`, `metrics`, `clock`, `rt_safety` or `global_allocator`"
                     ),
                 ));
             }

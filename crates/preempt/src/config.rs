@@ -4,6 +4,7 @@
 
 use crate::level::{Executable, IdlePolicy};
 use crate::resource::LockStats;
+use crate::rt_safety;
 
 /// What a panicking task does to the app.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +42,9 @@ pub struct AppConfig {
     pub locks: &'static [&'static LockStats],
     /// `metrics = "addr"`: serve the app's metrics there (`PREEMPT_METRICS` overrides).
     pub metrics: Option<&'static str>,
+    /// `rt_safety = ..` (default: `Warn` in debug builds, `Off` in release builds;
+    /// `PREEMPT_RT_SAFETY` overrides).
+    pub rt_safety: rt_safety::Mode,
 }
 
 impl AppConfig {

@@ -109,6 +109,7 @@ use preempt_sync::timed::TimerQueue;
 pub use crate::level::{Executable, IdlePolicy, LoopControl};
 use crate::mono::{self, DelayList};
 use crate::periodic::{self, OnMiss};
+use crate::rt_safety;
 use crate::sim::{self, TraceEvent};
 use crate::task::{TaskControl, TaskKind};
 use crate::time::driver;
@@ -263,6 +264,8 @@ impl Doorbell {
 
     #[cold]
     fn wake_sleeper(&self) {
+        // A framework path inside a job (a spawn to a sleeping level): not a finding.
+        let _framework = preempt_io::sys::interpose::suppress();
         // SAFETY: `eventfd` is written once before the executor thread starts and only read
         // afterwards.
         let eventfd = unsafe { &*self.eventfd.get() };
@@ -638,7 +641,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
         clippy::too_many_arguments,
         reason = "one call site per release path; a struct would only rename them"
     )]
-    fn run_job<const CATCH: bool>(
+    fn run_job<const CATCH: bool, const CHECK: bool>(
         &self,
         task: usize,
         kind: MsgKind,
@@ -651,6 +654,14 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let tc = &self.tasks[task];
         let traced = sim::active();
         let timed = self.accounting || traced;
+        if CHECK {
+            // Before the start stamp: the check's own cost is not the job's.
+            let cycle = tc.local.checked_jobs.get() + 1;
+            tc.local.checked_jobs.set(cycle);
+            rt_safety::job_begin(tc.name, self.priority, cycle);
+            // The previous job's end stamp precedes both checks: read the clock afresh.
+            *clock = None;
+        }
         let start_ns = if timed {
             let t = clock.take().unwrap_or_else(driver::stamp_ns);
             self.job_start_ns.set(t);
@@ -681,6 +692,13 @@ impl<M: Message, const N: usize> Executor<M, N> {
         } else {
             0
         };
+        if CHECK {
+            if outcome.is_ok() {
+                rt_safety::job_end();
+            } else {
+                rt_safety::job_abandon();
+            }
+        }
         let dispatched = match outcome {
             Ok(d) => d,
             Err(payload) => {
@@ -766,7 +784,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
     }
 
     #[inline(always)]
-    fn run_message<const CATCH: bool>(
+    fn run_message<const CATCH: bool, const CHECK: bool>(
         &self,
         stamped: Stamped<M>,
         clock: &mut Option<u64>,
@@ -775,7 +793,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let Stamped { release_ns, msg } = stamped;
         let task = msg.task();
         let kind = msg.kind();
-        self.run_job::<CATCH>(task, kind, release_ns, None, clock, control, move || {
+        self.run_job::<CATCH, CHECK>(task, kind, release_ns, None, clock, control, move || {
             msg.dispatch()
         })
     }
@@ -792,7 +810,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
     /// closes the window when it is full. No counter read except at the window's ends.
     /// Executor thread only.
     #[inline(always)]
-    fn run_in_window(&self, stamped: Stamped<M>, clock: &mut Option<u64>) {
+    fn run_in_window<const CHECK: bool>(&self, stamped: Stamped<M>, clock: &mut Option<u64>) {
         let w = &self.window;
         let n = w.jobs.get();
         if n == 0 {
@@ -821,7 +839,15 @@ impl<M: Message, const N: usize> Executor<M, N> {
         self.tasks[task].note_release(release_ns);
         w.jobs.set(n + 1);
         self.last_task.set(task);
+        if CHECK {
+            let cycle = l.checked_jobs.get() + 1;
+            l.checked_jobs.set(cycle);
+            rt_safety::job_begin(self.tasks[task].name, self.priority, cycle);
+        }
         msg.dispatch();
+        if CHECK {
+            rt_safety::job_end();
+        }
         if n + 1 >= w.size.get() {
             self.close_window(clock);
         }
@@ -918,7 +944,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
     /// first: a message spawned here before a remote one arrived runs first), at most
     /// `budget`. Returns (jobs run, keep going). Executor thread only.
     #[inline(always)]
-    fn run_queued(
+    fn run_queued<const CHECK: bool>(
         &self,
         control: &LoopControl<'_>,
         budget: usize,
@@ -934,7 +960,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 break;
             };
             ran += 1;
-            if !self.run_message::<true>(stamped, clock, control) {
+            if !self.run_message::<true, CHECK>(stamped, clock, control) {
                 return (ran, false);
             }
             if ran >= budget {
@@ -950,7 +976,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 .inbox
                 .fetch_sub(1, Ordering::Relaxed);
             ran += 1;
-            if !self.run_message::<true>(stamped, clock, control) {
+            if !self.run_message::<true, CHECK>(stamped, clock, control) {
                 return (ran, false);
             }
             if ran >= budget {
@@ -974,10 +1000,10 @@ impl<M: Message, const N: usize> Executor<M, N> {
 
     /// One round (see the module docs), at most `budget` jobs. Returns (progress, keep
     /// going). Executor thread only.
-    fn round(&self, control: &LoopControl<'_>, budget: usize) -> (usize, bool) {
+    fn round<const CHECK: bool>(&self, control: &LoopControl<'_>, budget: usize) -> (usize, bool) {
         let mut ran = 0;
         let mut clock: Option<u64> = None;
-        let (n, go_on) = self.run_queued(control, budget, &mut clock);
+        let (n, go_on) = self.run_queued::<CHECK>(control, budget, &mut clock);
         ran += n;
         if !go_on || ran >= budget {
             return (ran, go_on);
@@ -994,7 +1020,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                     break;
                 };
                 ran += 1;
-                if !self.run_message::<true>(stamped, &mut clock, control) {
+                if !self.run_message::<true, CHECK>(stamped, &mut clock, control) {
                     return (ran, false);
                 }
                 if ran >= budget {
@@ -1021,10 +1047,10 @@ impl<M: Message, const N: usize> Executor<M, N> {
                             && self.window.size.get() > 1
                             && self.coalescable(stamped.msg.task(), stamped.msg.kind())
                         {
-                            self.run_in_window(stamped, &mut clock);
+                            self.run_in_window::<CHECK>(stamped, &mut clock);
                         } else {
                             self.close_window(&mut clock);
-                            if !self.run_message::<false>(stamped, &mut clock, control) {
+                            if !self.run_message::<false, CHECK>(stamped, &mut clock, control) {
                                 go_on = false;
                                 return;
                             }
@@ -1038,6 +1064,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
                     }
                 }));
                 if caught.is_err() {
+                    if CHECK {
+                        rt_safety::job_abandon();
+                    }
                     // The panicking job is not counted; the window's other jobs are.
                     clock = None;
                     self.drop_from_window(self.last_task.get());
@@ -1080,7 +1109,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                         .timed
                         .fetch_sub(1, Ordering::Relaxed);
                     ran += 1;
-                    if !self.run_message::<true>(stamped, &mut clock, control) {
+                    if !self.run_message::<true, CHECK>(stamped, &mut clock, control) {
                         return (ran, false);
                     }
                     if ran >= budget {
@@ -1133,7 +1162,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 }
                 let deadline = due.release_ns + policy.deadline_ns;
                 ran += 1;
-                if !self.run_job::<true>(
+                if !self.run_job::<true, CHECK>(
                     i,
                     MsgKind::Job,
                     due.release_ns,
@@ -1155,7 +1184,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 continue;
             }
             ran += 1;
-            if !self.run_job::<true>(
+            if !self.run_job::<true, CHECK>(
                 i,
                 MsgKind::Job,
                 tc.local.next_ns.get(),
@@ -1264,6 +1293,48 @@ impl<M: Message, const N: usize> Executable for Executor<M, N> {
     }
 
     fn run_loop(&'static self, control: &LoopControl<'_>) {
+        // Real-time safety checks: chosen once per thread, so the dispatch path of the
+        // unchecked loop has no branch for them (priority 0 is not a real-time level).
+        if rt_safety::active() && self.priority > 0 {
+            self.run_loop_as::<true>(control);
+        } else {
+            self.run_loop_as::<false>(control);
+        }
+    }
+
+    fn wake(&self) {
+        self.bell.ring();
+    }
+
+    fn faults(&self) -> (u64, u64) {
+        (
+            self.faults.minor.load(Ordering::Relaxed),
+            self.faults.major.load(Ordering::Relaxed),
+        )
+    }
+
+    fn sim_start(&'static self, epoch_ns: u64) {
+        self.start(epoch_ns);
+    }
+
+    fn sim_round(&'static self, control: &LoopControl<'_>, budget: usize) -> (usize, bool) {
+        let previous = self.enter();
+        let outer = sim::enter_level(self.priority);
+        self.poll_fds_now();
+        let result = self.round::<false>(control, budget);
+        sim::leave_level(outer);
+        Self::leave(previous);
+        result
+    }
+
+    fn sim_next_event_ns(&'static self) -> Option<u64> {
+        self.next_event_ns()
+    }
+}
+
+impl<M: Message, const N: usize> Executor<M, N> {
+    /// The level's loop; `CHECK`: every job is checked for real-time safety.
+    fn run_loop_as<const CHECK: bool>(&'static self, control: &LoopControl<'_>) {
         self.start(control.epoch_ns);
         let previous = self.enter();
         let sample = self.accounting && self.page_faults;
@@ -1280,7 +1351,7 @@ impl<M: Message, const N: usize> Executable for Executor<M, N> {
             if control.stop.load(Ordering::Acquire) {
                 break;
             }
-            let (ran, go_on) = self.round(control, usize::MAX);
+            let (ran, go_on) = self.round::<CHECK>(control, usize::MAX);
             if !go_on {
                 break;
             }
@@ -1319,34 +1390,5 @@ impl<M: Message, const N: usize> Executable for Executor<M, N> {
             idle_since = None;
         }
         Self::leave(previous);
-    }
-
-    fn wake(&self) {
-        self.bell.ring();
-    }
-
-    fn faults(&self) -> (u64, u64) {
-        (
-            self.faults.minor.load(Ordering::Relaxed),
-            self.faults.major.load(Ordering::Relaxed),
-        )
-    }
-
-    fn sim_start(&'static self, epoch_ns: u64) {
-        self.start(epoch_ns);
-    }
-
-    fn sim_round(&'static self, control: &LoopControl<'_>, budget: usize) -> (usize, bool) {
-        let previous = self.enter();
-        let outer = sim::enter_level(self.priority);
-        self.poll_fds_now();
-        let result = self.round(control, budget);
-        sim::leave_level(outer);
-        Self::leave(previous);
-        result
-    }
-
-    fn sim_next_event_ns(&'static self) -> Option<u64> {
-        self.next_event_ns()
     }
 }

@@ -169,6 +169,8 @@ mod readiness;
 #[cfg(not(loom))]
 pub mod resource;
 #[cfg(not(loom))]
+pub mod rt_safety;
+#[cfg(not(loom))]
 pub mod runtime;
 #[cfg(not(loom))]
 pub mod sim;
@@ -201,6 +203,8 @@ pub use preempt_stats::{rta, task_stats};
 pub use readiness::{SOFT_ENV, soft_requested};
 #[cfg(not(loom))]
 pub use resource::Mutex;
+#[cfg(not(loom))]
+pub use rt_safety::{EXIT_RT_SAFETY, RT_SAFETY_ENV};
 #[cfg(not(loom))]
 pub use runtime::{EXIT_DEADLINE_FAULT, OnPanic, STATS_JSON_ENV, exit};
 #[cfg(not(loom))]

@@ -43,6 +43,7 @@ use crate::explain;
 use crate::level::{IdlePolicy, LoopControl};
 use crate::metrics::{self, METRICS_ENV};
 use crate::readiness;
+use crate::rt_safety;
 use crate::sim;
 use crate::stats::{AppStats, Scheduling};
 use crate::stop_signals;
@@ -177,6 +178,21 @@ thread_local! {
 /// The unwinding payload with which `exit` ends `#[idle]`.
 struct IdleExit;
 
+/// Stops the running app at the first real-time safety finding in `abort` mode.
+fn stop_for_rt_safety(code: i32) {
+    let app = RUNNING.load(Ordering::Acquire);
+    if !app.is_null() {
+        // SAFETY: RUNNING only ever holds `&'static App` (set in `run`).
+        let app = unsafe { &*app };
+        app.request_stop(code);
+        // A finding counted at the end of a job that called `exit(0)` still aborts; a
+        // failure code that stopped the app first (a panic, a deadline fault) stands.
+        let _ = app
+            .exit_code
+            .compare_exchange(0, code, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
 /// `app::shutdown()`: stops `app` with `code`.
 #[doc(hidden)]
 pub fn shutdown(app: &'static App, code: i32) {
@@ -300,9 +316,40 @@ pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
         );
         return 1;
     }
+    let rt_mode = match rt_safety::Mode::resolve(config.rt_safety) {
+        Ok(mode) => mode,
+        Err(err) => {
+            eprintln!("preempt: app `{}`: {err}", config.name);
+            return 1;
+        }
+    };
     if config.mock_clock {
+        // The simulator runs every level on one thread: no real-time path to check.
+        rt_safety::start(rt_safety::Mode::Off, stop_for_rt_safety);
         let code = run_simulated(app, entry);
         return finish(app, code, None);
+    }
+    let coverage = rt_safety::start(rt_mode, stop_for_rt_safety);
+    // Asked for explicitly (CI): say at once what cannot be seen. With the debug-build
+    // default the exit report says it.
+    if rt_mode != rt_safety::Mode::Off && std::env::var_os(rt_safety::RT_SAFETY_ENV).is_some() {
+        if !coverage.allocations {
+            eprintln!(
+                "preempt: app `{}`: real-time safety ({}): allocations are not checked: the \
+                 global allocator is not `preempt::rt_safety::CheckedAlloc` (declare one, or \
+                 let the app macro's `main` do it)",
+                config.name,
+                rt_mode.name()
+            );
+        }
+        if !coverage.calls {
+            eprintln!(
+                "preempt: app `{}`: real-time safety ({}): blocking calls are not checked: \
+                 libc's entry points are not interposed on this target",
+                config.name,
+                rt_mode.name()
+            );
+        }
     }
     if config.accounting {
         driver::install_stamp_counter();
@@ -338,6 +385,13 @@ pub fn run(app: &'static App, entry: Entry<'_>) -> i32 {
 fn finish(app: &'static App, code: i32, explained: Option<&explain::Report>) -> i32 {
     let config = &app.config;
     let started = RUNNING.load(Ordering::Acquire) == (app as *const App).cast_mut();
+    let rt_mode = rt_safety::mode();
+    if started && rt_mode != rt_safety::Mode::Off {
+        let findings = rt_safety::findings();
+        if !findings.is_empty() || config.summary {
+            eprint!("{}", rt_safety::report(rt_mode, &findings));
+        }
+    }
     if started && (config.summary || std::env::var_os(STATS_JSON_ENV).is_some()) {
         let stats = app.stats();
         if config.summary {

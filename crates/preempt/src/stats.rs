@@ -43,6 +43,7 @@ use preempt_stats::task_stats::{SummaryTable, TaskSnapshot};
 use crate::config::AppConfig;
 use crate::level::IdlePolicy;
 use crate::periodic::OnMiss;
+use crate::rt_safety;
 use crate::task::TaskKind;
 
 /// How the app's executors were scheduled when the snapshot was taken.
@@ -215,6 +216,11 @@ pub struct AppStats {
     /// The signal that stopped the app (`"SIGINT"`, `"SIGTERM"`), if one did: the records
     /// cover the run until then, and the jobs that were queued but not run are not in them.
     pub stopped_by: Option<&'static str>,
+    /// The real-time safety mode the app ran in ([`crate::rt_safety`]).
+    pub rt_safety_mode: rt_safety::Mode,
+    /// What real-time jobs did that a real-time path must not: per task and kind, the count
+    /// and the first occurrence (empty with the mode off).
+    pub rt_safety: Vec<rt_safety::Finding>,
 }
 
 /// `idle` has no period; for the analysis it is a task that never interferes.
@@ -290,6 +296,8 @@ impl AppStats {
                 Scheduling::NotStarted
             },
             stopped_by: None,
+            rt_safety_mode: rt_safety::mode(),
+            rt_safety: rt_safety::findings(),
         }
     }
 

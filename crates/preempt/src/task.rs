@@ -68,6 +68,8 @@ pub(crate) struct LocalState {
     pub(crate) async_exec_ns: Cell<u64>,
     /// Jobs of the task in the executor's open coalesced window.
     pub(crate) window_jobs: Cell<u32>,
+    /// Jobs run with real-time safety checks (the `cycle` of a finding).
+    pub(crate) checked_jobs: Cell<u64>,
     /// The earliest release among them.
     pub(crate) window_release_ns: Cell<u64>,
 }
@@ -102,6 +104,7 @@ impl TaskControl {
                 async_exec_ns: Cell::new(0),
                 window_jobs: Cell::new(0),
                 window_release_ns: Cell::new(0),
+                checked_jobs: Cell::new(0),
             },
         }
     }

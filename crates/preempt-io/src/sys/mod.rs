@@ -14,6 +14,7 @@ pub mod epoll;
 pub mod eventfd;
 pub mod fdio;
 pub mod gpio;
+pub mod interpose;
 pub mod kernel;
 pub mod limits;
 pub mod mem;

@@ -1,0 +1,702 @@
+//! Real-time safety mode: what a task's job does that a real-time path must not, named
+//! where it happens.
+//!
+//! `#[preempt::app(rt_safety = "warn" | "abort" | "off")]`, overridden by
+//! `PREEMPT_RT_SAFETY=warn|abort|off` (so CI can turn it on for an unchanged app). The
+//! default is `warn` in debug builds and `off` in release builds.
+//!
+//! # What is checked, and how
+//!
+//! Only inside a job of a task on a real-time level (priority 1..=99), not in `init`,
+//! `idle`, priority-0 tasks, the simulator or any other thread (the non-real-time side of
+//! a [`bridge`](crate::bridge)):
+//!
+//! | kind            | mechanism                                                         | call site |
+//! |-----------------|-------------------------------------------------------------------|-----------|
+//! | `allocation`, `deallocation` | [`CheckedAlloc`], the `#[global_allocator]` the app macro installs with the generated `main` | yes |
+//! | `lock`, `sleep`, `io`, `thread_spawn`, `fork`, `mmap` | libc entry points interposed by `preempt_io::sys::interpose` (the table there says which call is which kind) | yes |
+//! | `page_fault`    | `getrusage(RUSAGE_THREAD)` before and after the job: minor + major faults | no: the task and the job |
+//! | `context_switch`| the same delta of voluntary context switches, less the interposed calls of the job (each may block once, preempt's own PCP lock slow path included) | no |
+//!
+//! The framework's own paths inside a job are not reported: the PCP slow path is a
+//! priority-inheritance futex, which the interposer tells apart from an ordinary wait; the
+//! doorbell of a spawn to a sleeping level and everything this module does itself run
+//! suppressed (`preempt_io::sys::interpose::suppress`).
+//!
+//! # What it costs
+//!
+//! Off: nothing in the dispatch path. Each executor loop is compiled twice (a const
+//! generic), and the check-free one is chosen once when the level's thread starts. What
+//! remains with the mode off: [`CheckedAlloc`] reads one thread-local per allocation and
+//! each interposed libc call one thread-local on its way to libc (docs/PERFORMANCE.md).
+//! On: two `getrusage` per job (≈ 1 µs) and a backtrace for the first finding of each
+//! (task, kind).
+//!
+//! # Apps with their own global allocator
+//!
+//! The macro installs `CheckedAlloc<System>` next to the `fn main` it generates. An app
+//! with its own allocator writes `#[preempt::app(global_allocator = false)]` and wraps
+//! its allocator: `#[global_allocator] static A: preempt::rt_safety::CheckedAlloc<MyAlloc>
+//! = preempt::rt_safety::CheckedAlloc::new(MyAlloc);`. An app without the checked
+//! allocator (also every `main = false` app that does not declare one) is told at start
+//! that allocations are not checked.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::backtrace::Backtrace;
+use std::cell::Cell;
+use std::fmt;
+use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use preempt_io::sys::interpose::{self, Blocking};
+use preempt_io::sys::thread as sys_thread;
+
+/// The environment variable that overrides `rt_safety = ..`.
+pub const RT_SAFETY_ENV: &str = "PREEMPT_RT_SAFETY";
+
+/// The exit code of an app stopped by its first finding with `rt_safety = "abort"`.
+pub const EXIT_RT_SAFETY: i32 = 4;
+
+/// The real-time safety mode of an app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Nothing is checked.
+    Off,
+    /// Findings are counted and reported at exit.
+    Warn,
+    /// The first finding stops the app with [`EXIT_RT_SAFETY`].
+    Abort,
+}
+
+impl Mode {
+    /// `"off"`, `"warn"` or `"abort"`.
+    pub fn parse(text: &str) -> Option<Mode> {
+        match text {
+            "off" => Some(Mode::Off),
+            "warn" => Some(Mode::Warn),
+            "abort" => Some(Mode::Abort),
+            _ => None,
+        }
+    }
+
+    /// The mode's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::Warn => "warn",
+            Mode::Abort => "abort",
+        }
+    }
+
+    /// `app` unless [`RT_SAFETY_ENV`] says otherwise.
+    ///
+    /// # Errors
+    /// A value of the variable that is not a mode, with what to write instead.
+    pub fn resolve(app: Mode) -> Result<Mode, String> {
+        match std::env::var(RT_SAFETY_ENV) {
+            Err(std::env::VarError::NotPresent) => Ok(app),
+            Ok(value) if value.is_empty() => Ok(app),
+            Ok(value) => Mode::parse(value.trim()).ok_or_else(|| {
+                format!(
+                    "{RT_SAFETY_ENV}={value:?} is not a real-time safety mode: write \
+                     {RT_SAFETY_ENV}=warn, abort or off"
+                )
+            }),
+            Err(std::env::VarError::NotUnicode(value)) => Err(format!(
+                "{RT_SAFETY_ENV}={value:?} is not a real-time safety mode: write \
+                 {RT_SAFETY_ENV}=warn, abort or off"
+            )),
+        }
+    }
+}
+
+/// What a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A heap allocation (or reallocation).
+    Allocation,
+    /// A heap deallocation.
+    Deallocation,
+    /// An ordinary lock or a wait: `pthread_mutex_lock`, a futex wait (a contended
+    /// `std::sync::Mutex`, `Condvar::wait`).
+    Lock,
+    /// A sleep, or a wait for descriptors with a timeout.
+    Sleep,
+    /// File, terminal (`println!`) or socket I/O that can block.
+    Io,
+    /// A thread was created.
+    ThreadSpawn,
+    /// A process was created.
+    Fork,
+    /// `mmap`/`munmap`.
+    Mmap,
+    /// Page faults taken during the job.
+    PageFault,
+    /// Voluntary context switches during the job that no interposed call explains.
+    ContextSwitch,
+}
+
+impl Kind {
+    fn of(blocking: Blocking) -> Kind {
+        match blocking {
+            Blocking::Lock => Kind::Lock,
+            Blocking::Sleep => Kind::Sleep,
+            Blocking::Io => Kind::Io,
+            Blocking::ThreadSpawn => Kind::ThreadSpawn,
+            Blocking::Fork => Kind::Fork,
+            Blocking::Mmap => Kind::Mmap,
+        }
+    }
+
+    /// The name used in the report and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Allocation => "allocation",
+            Kind::Deallocation => "deallocation",
+            Kind::Lock => "lock",
+            Kind::Sleep => "sleep",
+            Kind::Io => "io",
+            Kind::ThreadSpawn => "thread_spawn",
+            Kind::Fork => "fork",
+            Kind::Mmap => "mmap",
+            Kind::PageFault => "page_fault",
+            Kind::ContextSwitch => "context_switch",
+        }
+    }
+}
+
+/// Everything one kind of finding of one task amounts to.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Finding {
+    /// The task's name.
+    pub task: String,
+    /// Its priority.
+    pub priority: u8,
+    /// What it did.
+    pub kind: Kind,
+    /// How often (allocations, calls, page faults, context switches).
+    pub count: u64,
+    /// The first occurrence.
+    pub first: First,
+}
+
+/// The first occurrence of a finding.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct First {
+    /// The task's job it happened in, counted from 1 (the task's n-th job on this run).
+    pub cycle: u64,
+    /// The interposed libc function (`write`, `clock_nanosleep`, ..), for calls.
+    pub call: Option<String>,
+    /// The first frame of the backtrace in the app's own code (`function at file:line`);
+    /// `None` for page faults and context switches, which are counted over the whole job.
+    pub site: Option<String>,
+    /// The symbolised backtrace, innermost frame first (empty for counted kinds).
+    pub backtrace: Vec<String>,
+}
+
+/// One (task, kind) as recorded.
+struct Record {
+    task: &'static str,
+    priority: u8,
+    kind: Kind,
+    count: u64,
+    cycle: u64,
+    call: Option<&'static str>,
+    backtrace: Option<Backtrace>,
+}
+
+static RECORDS: Mutex<Vec<Record>> = Mutex::new(Vec::new());
+
+/// [`Mode`] of the running app as `u8` (`Off` until [`start`]).
+static MODE: AtomicU8 = AtomicU8::new(0);
+
+/// Called once, with [`EXIT_RT_SAFETY`], at the first finding in `abort` mode (0: none).
+static STOP: AtomicUsize = AtomicUsize::new(0);
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// What [`start`] found out: bit 0 allocations checked, bit 1 calls checked.
+static COVERAGE: AtomicU8 = AtomicU8::new(0);
+
+/// The mode of the running app (`Off` before [`start`]).
+pub fn mode() -> Mode {
+    match MODE.load(Ordering::Acquire) {
+        1 => Mode::Warn,
+        2 => Mode::Abort,
+        _ => Mode::Off,
+    }
+}
+
+thread_local! {
+    /// The job the thread runs: task, priority, its job number.
+    static JOB: Cell<(&'static str, u8, u64)> = const { Cell::new(("", 0, 0)) };
+    /// `getrusage` at the job's start: faults (minor + major), voluntary switches.
+    static BASE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// Set by [`probe`]: the next finding only marks `PROBED`.
+    static PROBING: Cell<bool> = const { Cell::new(false) };
+    static PROBED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What [`start`] found out about the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coverage {
+    /// Allocations go through [`CheckedAlloc`].
+    pub allocations: bool,
+    /// The libc interposers bind.
+    pub calls: bool,
+}
+
+/// Starts checking in `mode` (from the app's setting and the environment): registers the
+/// reporting hook and `stop` (called with [`EXIT_RT_SAFETY`] at the first finding in
+/// `abort` mode), and says what can be seen. Call it before any executor runs.
+pub fn start(mode: Mode, stop: fn(i32)) -> Coverage {
+    MODE.store(
+        match mode {
+            Mode::Off => 0,
+            Mode::Warn => 1,
+            Mode::Abort => 2,
+        },
+        Ordering::Release,
+    );
+    STOP.store(stop as usize, Ordering::Release);
+    STOPPED.store(false, Ordering::Release);
+    RECORDS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+    if mode == Mode::Off {
+        return Coverage {
+            allocations: false,
+            calls: false,
+        };
+    }
+    interpose::set_hook(on_call);
+    let coverage = Coverage {
+        allocations: probe_allocator(),
+        calls: interpose::probe(),
+    };
+    COVERAGE.store(
+        u8::from(coverage.allocations) | (u8::from(coverage.calls) << 1),
+        Ordering::Release,
+    );
+    coverage
+}
+
+/// Whether checks are on (executor threads ask once, at start).
+pub fn active() -> bool {
+    mode() != Mode::Off
+}
+
+/// Whether the global allocator is a [`CheckedAlloc`]: allocates while armed and probing.
+fn probe_allocator() -> bool {
+    PROBING.with(|p| p.set(true));
+    PROBED.with(|p| p.set(false));
+    interpose::arm();
+    let boxed = std::hint::black_box(Box::new(std::hint::black_box(7u64)));
+    interpose::disarm();
+    drop(boxed);
+    PROBING.with(|p| p.set(false));
+    PROBED.with(Cell::get)
+}
+
+fn usage() -> (u64, u64) {
+    match sys_thread::rusage_thread() {
+        Ok(u) => (u.minor_faults + u.major_faults, u.voluntary_switches),
+        // getrusage(RUSAGE_THREAD) cannot fail for the calling thread; should it, the job
+        // is checked for calls and allocations only (the delta is zero).
+        Err(_) => BASE.with(Cell::get),
+    }
+}
+
+/// A checked job of `task` (priority `priority`, its `cycle`-th) starts on this thread.
+#[inline(never)]
+pub fn job_begin(task: &'static str, priority: u8, cycle: u64) {
+    JOB.with(|j| j.set((task, priority, cycle)));
+    let base = usage();
+    BASE.with(|b| b.set(base));
+    interpose::arm();
+}
+
+/// The checked job ends: page faults and unexplained voluntary context switches of the
+/// job are findings.
+#[inline(never)]
+pub fn job_end() {
+    let calls = interpose::disarm();
+    let (faults, switches) = usage();
+    let (faults0, switches0) = BASE.with(Cell::get);
+    let faults = faults.saturating_sub(faults0);
+    let switches = switches
+        .saturating_sub(switches0)
+        .saturating_sub(u64::from(calls));
+    if faults > 0 {
+        record(Kind::PageFault, faults, None, false);
+    }
+    if switches > 0 {
+        record(Kind::ContextSwitch, switches, None, false);
+    }
+}
+
+/// The checked job panicked: disarm without judging it.
+pub fn job_abandon() {
+    interpose::disarm();
+}
+
+/// Runs `f` unchecked: what it does inside a real-time job is not a finding. For what is
+/// known and accepted on a real-time path (an example's output, a one-off diagnostic
+/// before `preempt::exit`), never to silence a finding that is not understood: a print
+/// still blocks, it is only no longer reported.
+///
+/// ```
+/// preempt::rt_safety::allow(|| println!("done"));
+/// ```
+pub fn allow<R>(f: impl FnOnce() -> R) -> R {
+    let _accepted = interpose::suppress();
+    f()
+}
+
+/// The hook the interposers call (inside a suppressed path).
+fn on_call(kind: Blocking, name: &'static str) {
+    violation(Kind::of(kind), Some(name));
+}
+
+/// A finding at its call site (allocator, interposer), on the armed thread.
+#[cold]
+#[inline(never)]
+fn violation(kind: Kind, call: Option<&'static str>) {
+    if PROBING.with(Cell::get) {
+        PROBED.with(|p| p.set(true));
+        return;
+    }
+    if std::thread::panicking() {
+        // The panic machinery allocates and prints; its backtrace lock may be held.
+        return;
+    }
+    let _framework = interpose::suppress();
+    // Never unwind into the allocator or libc's caller.
+    let _ = std::panic::catch_unwind(|| record(kind, 1, call, true));
+}
+
+fn record(kind: Kind, count: u64, call: Option<&'static str>, capture: bool) {
+    let _framework = interpose::suppress();
+    let (task, priority, cycle) = JOB.with(Cell::get);
+    let first = {
+        let mut records = RECORDS.lock().unwrap_or_else(PoisonError::into_inner);
+        match records
+            .iter_mut()
+            .find(|r| r.task == task && r.kind == kind)
+        {
+            Some(r) => {
+                r.count += count;
+                false
+            }
+            None => {
+                records.push(Record {
+                    task,
+                    priority,
+                    kind,
+                    count,
+                    cycle,
+                    call,
+                    backtrace: capture.then(Backtrace::force_capture),
+                });
+                true
+            }
+        }
+    };
+    if first && mode() == Mode::Abort && !STOPPED.swap(true, Ordering::AcqRel) {
+        let what = match call {
+            Some(call) => format!("{} (`{call}`)", kind.name()),
+            None => kind.name().to_string(),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "preempt: real-time safety: task `{task}` (priority {priority}), job {cycle}: \
+             {what}; stopping the app ({RT_SAFETY_ENV}=abort / rt_safety = \"abort\", \
+             exit code {EXIT_RT_SAFETY})"
+        );
+        let stop = STOP.load(Ordering::Acquire);
+        if stop != 0 {
+            // SAFETY: STOP only holds 0 (checked) or a `fn(i32)` stored by `start`.
+            let stop: fn(i32) = unsafe { std::mem::transmute::<usize, fn(i32)>(stop) };
+            stop(EXIT_RT_SAFETY);
+        }
+    }
+}
+
+/// Source locations of the checker and of the standard library (and the crates it
+/// vendors): a frame there is not the app's call site.
+const NOT_APP_FILES: &[&str] = &[
+    "/rustc/",
+    "/library/std/",
+    "/library/core/",
+    "/library/alloc/",
+    "sys/interpose.rs",
+    "src/rt_safety.rs",
+];
+
+/// Frames of the checker, the runtime and the standard library: the first frame not among
+/// them is the call site in the app's code.
+const NOT_APP: &[&str] = &[
+    "std::",
+    "core::",
+    "alloc::",
+    "<std::",
+    "<core::",
+    "<alloc::",
+    "<&",
+    "<T as ",
+    "__rust",
+    "__rdl",
+    "__rg_",
+    "rust_",
+    "preempt::rt_safety",
+    "<preempt::rt_safety",
+    "preempt_io::sys::interpose",
+    "backtrace::",
+    "hashbrown::",
+    "_start",
+    "__libc",
+];
+
+/// The frames of `bt` as `function at file:line`, innermost first.
+fn frames(bt: &Backtrace) -> Vec<String> {
+    frames_of(&bt.to_string())
+}
+
+/// The frames of a backtrace's text (std's format: `  N: function` then `at file:line`).
+fn frames_of(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(location) = trimmed.strip_prefix("at ") {
+            if let Some(last) = out.last_mut() {
+                if !last.contains(" at ") {
+                    last.push_str(" at ");
+                    last.push_str(location);
+                }
+            }
+        } else if let Some((number, function)) = trimmed.split_once(": ") {
+            if number.chars().all(|c| c.is_ascii_digit()) {
+                out.push(function.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The first frame of `frames` in the app's code (with a source location).
+fn site(frames: &[String]) -> Option<String> {
+    frames
+        .iter()
+        .filter_map(|f| {
+            f.split_once(" at ")
+                .map(|(function, file)| (f, function, file))
+        })
+        .find(|(_, function, file)| {
+            !NOT_APP.iter().any(|p| function.starts_with(p))
+                && !NOT_APP_FILES.iter().any(|p| file.contains(p))
+        })
+        .map(|(f, _, _)| f.clone())
+}
+
+/// The findings so far, symbolised (the first call symbolises each backtrace: slow).
+pub fn findings() -> Vec<Finding> {
+    // A task may ask (`app::stats()`): what this does under the lock must not be a finding,
+    // which would take the lock again.
+    let _framework = interpose::suppress();
+    let records = RECORDS.lock().unwrap_or_else(PoisonError::into_inner);
+    records
+        .iter()
+        .map(|r| {
+            let backtrace = r.backtrace.as_ref().map(frames).unwrap_or_default();
+            Finding {
+                task: r.task.to_string(),
+                priority: r.priority,
+                kind: r.kind,
+                count: r.count,
+                first: First {
+                    cycle: r.cycle,
+                    call: r.call.map(str::to_string),
+                    site: site(&backtrace),
+                    backtrace,
+                },
+            }
+        })
+        .collect()
+}
+
+/// The report of `findings` for the terminal.
+pub fn report(mode: Mode, findings: &[Finding]) -> impl fmt::Display + '_ {
+    Report(mode, findings)
+}
+
+struct Report<'a>(Mode, &'a [Finding]);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Report(mode, findings) = *self;
+        let coverage = COVERAGE.load(Ordering::Acquire);
+        if coverage & 1 == 0 {
+            writeln!(
+                f,
+                "preempt: real-time safety ({}): allocations were not checked (the global \
+                 allocator is not preempt::rt_safety::CheckedAlloc)",
+                mode.name()
+            )?;
+        }
+        if coverage & 2 == 0 {
+            writeln!(
+                f,
+                "preempt: real-time safety ({}): blocking calls were not checked (libc is not \
+                 interposed on this target)",
+                mode.name()
+            )?;
+        }
+        if findings.is_empty() {
+            return writeln!(f, "preempt: real-time safety ({}): no finding", mode.name());
+        }
+        writeln!(
+            f,
+            "preempt: real-time safety ({}): {} finding(s) in real-time jobs \
+             (docs/RT-SAFETY.md says what to use instead):",
+            mode.name(),
+            findings.len()
+        )?;
+        for x in findings {
+            let call = x
+                .first
+                .call
+                .as_deref()
+                .map(|c| format!(" `{c}`"))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "  task `{}` (priority {}): {}{call} x{}, first in job {}",
+                x.task,
+                x.priority,
+                x.kind.name(),
+                x.count,
+                x.first.cycle
+            )?;
+            match &x.first.site {
+                Some(site) => writeln!(f, "    at {site}")?,
+                None if x.first.backtrace.is_empty() => {
+                    writeln!(f, "    (counted by getrusage over the job: no call site)")?;
+                }
+                None => {
+                    for frame in x.first.backtrace.iter().take(12) {
+                        writeln!(f, "    {frame}")?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A global allocator that reports the allocations and deallocations of real-time jobs
+/// and forwards every call to `A`.
+///
+/// ```
+/// // What `#[preempt::app]` emits with its `fn main` (unless `global_allocator = false`):
+/// #[global_allocator]
+/// static ALLOCATOR: preempt::rt_safety::CheckedAlloc = preempt::rt_safety::CheckedAlloc::SYSTEM;
+/// # fn main() {}
+/// ```
+///
+/// With checks off, or outside a checked job, it costs one thread-local read per call.
+pub struct CheckedAlloc<A = System>(A);
+
+impl CheckedAlloc<System> {
+    /// Over the system allocator.
+    pub const SYSTEM: CheckedAlloc<System> = CheckedAlloc(System);
+}
+
+impl<A> CheckedAlloc<A> {
+    /// Over `inner` (an app's own allocator).
+    pub const fn new(inner: A) -> Self {
+        CheckedAlloc(inner)
+    }
+}
+
+// SAFETY: every method forwards to `A`'s with the same arguments and returns its result
+// unchanged, so `A`'s guarantees are ours; the check before it neither allocates through
+// `self` while armed (the recording path runs suppressed, so its own allocations are not
+// armed) nor unwinds (`violation` catches panics).
+unsafe impl<A: GlobalAlloc> GlobalAlloc for CheckedAlloc<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if interpose::armed() {
+            violation(Kind::Allocation, None);
+        }
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.0.alloc(layout) }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if interpose::armed() {
+            violation(Kind::Allocation, None);
+        }
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.0.alloc_zeroed(layout) }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if interpose::armed() {
+            violation(Kind::Deallocation, None);
+        }
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.0.dealloc(ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if interpose::armed() {
+            violation(Kind::Allocation, None);
+        }
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { self.0.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_name_round_trip() {
+        for mode in [Mode::Off, Mode::Warn, Mode::Abort] {
+            assert_eq!(Mode::parse(mode.name()), Some(mode));
+        }
+        assert_eq!(Mode::parse("on"), None);
+    }
+
+    #[test]
+    fn call_site_is_the_first_frame_outside_std_and_the_checker() {
+        let frames = vec![
+            "std::backtrace::Backtrace::force_capture at /rustc/x/library/std/src/backtrace.rs:1:1"
+                .to_string(),
+            "preempt::rt_safety::record at crates/preempt/src/rt_safety.rs:2:2".to_string(),
+            "<preempt::rt_safety::CheckedAlloc<A> as core::alloc::global::GlobalAlloc>::alloc at x.rs:3:3".to_string(),
+            "alloc::alloc::alloc at /rustc/x/library/alloc/src/alloc.rs:4:4".to_string(),
+            "rt_alloc::app::sample at crates/preempt/examples/a.rs:12:9".to_string(),
+        ];
+        assert_eq!(
+            site(&frames).as_deref(),
+            Some("rt_alloc::app::sample at crates/preempt/examples/a.rs:12:9")
+        );
+    }
+
+    #[test]
+    fn frames_pair_functions_with_locations() {
+        let text = "   0: a::b\n             at ./src/x.rs:1:2\n   1: c::d\n   2: e\n             at y.rs:3:4\n";
+        assert_eq!(
+            frames_of(text),
+            vec!["a::b at ./src/x.rs:1:2", "c::d", "e at y.rs:3:4"]
+        );
+    }
+}
