@@ -10,6 +10,11 @@ use clap::Parser;
 use preempt_cli::cli::Cli;
 use preempt_cli::error::{EXIT_USAGE, exit_code_of, is_broken_pipe};
 
+// The demos' apps (`main = false`) run here: this allocator reports their real-time jobs'
+// allocations (preempt::rt_safety; one thread-local read per allocation otherwise).
+#[global_allocator]
+static ALLOCATOR: preempt::rt_safety::CheckedAlloc = preempt::rt_safety::CheckedAlloc::SYSTEM;
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())

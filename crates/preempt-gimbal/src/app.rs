@@ -157,9 +157,14 @@ mod controller {
     #[task(priority = 90, min_interarrival = 1000.millis(), local = [fds])]
     fn bus_setup(cx: bus_setup::Context) {
         T0.store(super::now_ns(), Ordering::Release);
-        if let Err(e) =
-            exchange::set_up_here(cx.local.fds.take(), FRAME_LEN, FRAME_LEN, &super::BACKEND)
-        {
+        // The RTIO context must be created by the thread that submits to it (SINGLE_ISSUER):
+        // this once-per-run set-up (allocations, the ring's mmap, a sysctl read) is accepted
+        // on the real-time thread; `sample`'s jobs are checked (preempt::rt_safety).
+        let fds = cx.local.fds.take();
+        let set_up = preempt::rt_safety::allow(|| {
+            exchange::set_up_here(fds, FRAME_LEN, FRAME_LEN, &super::BACKEND)
+        });
+        if let Err(e) = set_up {
             super::fail(e);
             preempt::exit(1);
         }

@@ -42,8 +42,13 @@ thread_local! {
 /// # Errors
 /// The set-up error, as a message for the run's result.
 pub fn install_here(fds: [OwnedFd; 3], tx_len: usize, rx_len: usize) -> Result<String, String> {
-    let x = Exchange::with_lengths(fds, tx_len, rx_len)
+    let mut x = Exchange::with_lengths(fds, tx_len, rx_len)
         .map_err(|e| format!("cannot set up the RTIO exchange: {e}"))?;
+    // Close the context's set-up here (the engine enabled, its buffers registered: allocations
+    // and system calls), not in the first transfer of the real-time loop.
+    x.rtio
+        .run_pending()
+        .map_err(|e| format!("cannot start the RTIO exchange: {e}"))?;
     let backend = x.backend();
     HERE.with(|e| *e.borrow_mut() = Some(x));
     Ok(backend)

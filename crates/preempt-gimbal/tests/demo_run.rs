@@ -15,6 +15,9 @@ use support::privileged;
 fn demo(out: &Path, duration: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gimbal-demo"));
     cmd.args(["--duration", duration, "--out"]).arg(out);
+    // The controller's real-time jobs are checked: an allocation, lock, sleep or blocking
+    // I/O in one stops the demo with exit code 4 (preempt::rt_safety).
+    cmd.env(preempt::RT_SAFETY_ENV, "abort");
     support::soft_unless_privileged(&mut cmd);
     cmd
 }

@@ -149,8 +149,14 @@ mod flight {
                 return;
             }
         }
-        if let Err(e) = exchange::set_up_here(cx.local.fds.take(), TX_LEN, RX_LEN, &super::BACKEND)
-        {
+        // The RTIO context must be created by the thread that submits to it (SINGLE_ISSUER):
+        // this once-per-run set-up (allocations, the ring's mmap, a sysctl read) is accepted
+        // on the real-time thread; the control jobs are checked (preempt::rt_safety).
+        let fds = cx.local.fds.take();
+        let set_up = preempt::rt_safety::allow(|| {
+            exchange::set_up_here(fds, TX_LEN, RX_LEN, &super::BACKEND)
+        });
+        if let Err(e) = set_up {
             super::fail(e);
             preempt::exit(1);
         }

@@ -11,6 +11,11 @@ use std::sync::atomic::AtomicBool;
 use preempt_io::sys::{caps, limits};
 use preempt_uav::demo::{self, FlightConfig};
 
+// The cascade runs in this test binary: this allocator reports its real-time jobs'
+// allocations (preempt::rt_safety), checked in `abort` mode below.
+#[global_allocator]
+static ALLOCATOR: preempt::rt_safety::CheckedAlloc = preempt::rt_safety::CheckedAlloc::SYSTEM;
+
 fn privileged() -> bool {
     let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
         || limits::rtprio().is_ok_and(|l| l.allows(99));
@@ -33,6 +38,9 @@ fn a_short_flight_takes_off_records_everything_and_tracks_the_reference() {
         // main thread only waits for it).
         unsafe { std::env::set_var("PREEMPT_SOFT", "1") };
     }
+    // SAFETY: as above (no other thread of this binary touches the environment yet). Every
+    // real-time job of the cascade is checked: a finding stops the flight (exit code 4).
+    unsafe { std::env::set_var(preempt::RT_SAFETY_ENV, "abort") };
     let dir = std::env::temp_dir().join(format!("uav-flight-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut cfg = FlightConfig::new(&dir);

@@ -95,7 +95,7 @@
 //!
 //! `#[preempt::app(cores = [p1 = 0, p2 = [0, 1]], on_panic = continue, stack_size = 262144,
 //! main = false, idle_policy = [p2 = spin], accounting = true, page_faults = true,
-//! summary = true, clock = mock)]`
+//! summary = true, clock = mock, rt_safety = "warn", global_allocator = false)]`
 //!
 //! * `cores`: CPU affinity per priority level (`pN` = the executor of priority N): one CPU or
 //!   a list. Unbound levels may run on any CPU.
@@ -110,6 +110,11 @@
 //!   `page_faults = false`: no `getrusage` per busy period.
 //! * `summary = true`: print the task statistics and the response-time analysis at exit.
 //! * `clock = mock`: run in the deterministic simulator on virtual time ([`sim`]).
+//! * `rt_safety = "warn" | "abort" | "off"`: check every real-time task's jobs for
+//!   allocations, blocking calls and page faults ([`rt_safety`]; default `"warn"` in debug
+//!   builds, `"off"` in release builds; `PREEMPT_RT_SAFETY` overrides).
+//!   `global_allocator = false`: the generated `main` comes without the checking
+//!   `#[global_allocator]` (for apps with their own: wrap it in [`rt_safety::CheckedAlloc`]).
 //!
 //! # Running
 //!
@@ -121,7 +126,8 @@
 //! loud warning (laptops, unprivileged CI).
 //!
 //! An app runs until a task (or any thread) calls [`exit`]`(code)` or `app::shutdown()`,
-//! or a task with `on_miss = Fault` misses a deadline (exit code 3). `app::stats()` returns
+//! or a task with `on_miss = Fault` misses a deadline (exit code 3), or, with `rt_safety =
+//! "abort"`, a real-time job does something a real-time path must not (exit code 4). `app::stats()` returns
 //! the accounting snapshot at any time, `app::rta()` the response-time analysis;
 //! `PREEMPT_STATS_JSON=<path>` writes the snapshot as JSON at exit. `#[app(explain = true)]` or
 //! `PREEMPT_EXPLAIN=1` explains each deadline miss from the kernel's trace events (see

@@ -234,6 +234,8 @@ thread_local! {
     static JOB: Cell<(&'static str, u8, u64)> = const { Cell::new(("", 0, 0)) };
     /// `getrusage` at the job's start: faults (minor + major), voluntary switches.
     static BASE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// Page faults and voluntary switches of the job's [`allow`]ed sections.
+    static EXCUSED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     /// Set by [`probe`]: the next finding only marks `PROBED`.
     static PROBING: Cell<bool> = const { Cell::new(false) };
     static PROBED: Cell<bool> = const { Cell::new(false) };
@@ -316,6 +318,7 @@ pub fn job_begin(task: &'static str, priority: u8, cycle: u64) {
     JOB.with(|j| j.set((task, priority, cycle)));
     let base = usage();
     BASE.with(|b| b.set(base));
+    EXCUSED.with(|e| e.set((0, 0)));
     interpose::arm();
 }
 
@@ -326,9 +329,13 @@ pub fn job_end() {
     let calls = interpose::disarm();
     let (faults, switches) = usage();
     let (faults0, switches0) = BASE.with(Cell::get);
-    let faults = faults.saturating_sub(faults0);
+    let (excused_faults, excused_switches) = EXCUSED.with(Cell::get);
+    let faults = faults
+        .saturating_sub(faults0)
+        .saturating_sub(excused_faults);
     let switches = switches
         .saturating_sub(switches0)
+        .saturating_sub(excused_switches)
         .saturating_sub(u64::from(calls));
     if faults > 0 {
         record(Kind::PageFault, faults, None, false);
@@ -352,8 +359,26 @@ pub fn job_abandon() {
 /// preempt::rt_safety::allow(|| println!("done"));
 /// ```
 pub fn allow<R>(f: impl FnOnce() -> R) -> R {
-    let _accepted = interpose::suppress();
-    f()
+    if !interpose::armed() {
+        // Not in a checked job (or nested in `allow`): nothing to excuse.
+        let _accepted = interpose::suppress();
+        return f();
+    }
+    let (faults0, switches0) = usage();
+    let result = {
+        let _accepted = interpose::suppress();
+        f()
+    };
+    let (faults, switches) = usage();
+    // The page faults and context switches of `f` are excused at the job's end too.
+    EXCUSED.with(|e| {
+        let (f0, s0) = e.get();
+        e.set((
+            f0 + faults.saturating_sub(faults0),
+            s0 + switches.saturating_sub(switches0),
+        ));
+    });
+    result
 }
 
 /// The hook the interposers call (inside a suppressed path).

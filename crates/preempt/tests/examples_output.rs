@@ -16,6 +16,9 @@ use child_process::{example, run_with_watchdog, soft_unless_privileged};
 
 fn example_command(name: &str, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(example(name));
+    // Every real-time job is checked: an allocation, lock, sleep or I/O in one stops the
+    // example with exit code 4 (the examples accept their prints with `rt_safety::allow`).
+    cmd.env(preempt::RT_SAFETY_ENV, "abort");
     cmd.envs(env.iter().copied());
     soft_unless_privileged(&mut cmd, name, 15);
     cmd

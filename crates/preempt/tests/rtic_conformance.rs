@@ -6,6 +6,9 @@
 //! below). Where preempt behaves differently by design, the comparison says how and why; the
 //! same list is in docs/RTIC.md ("Differences from RTIC").
 //!
+//! Each runs with `PREEMPT_RT_SAFETY=abort`: an allocation, lock, sleep or I/O in a
+//! real-time job (but `hprintln!`) fails it (see `preempt::rt_safety`).
+//!
 //! The apps need SCHED_FIFO (their priorities are what orders the output). Without the
 //! privilege the test skips with a message, or fails under `PREEMPT_REQUIRE_PRIVILEGED=1`.
 
@@ -283,6 +286,9 @@ fn rtic_examples_print_what_rtic_ci_expects() {
     for (name, expect) in EXAMPLES {
         let mut cmd = Command::new("taskset");
         cmd.arg("-c").arg("0").arg(&bin).arg(name);
+        // Every real-time job is checked: a finding stops the app with exit code 4
+        // (RTIC's `hprintln!` is an accepted section, see examples/rtic_conformance/main.rs).
+        cmd.env(preempt::RT_SAFETY_ENV, "abort");
         let out = run_with_watchdog(cmd, name, Duration::from_secs(20));
         let stdout = text(&out.stdout);
         let stderr = text(&out.stderr);

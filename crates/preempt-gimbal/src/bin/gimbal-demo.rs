@@ -89,6 +89,11 @@ fn reference_only(cfg: &DemoConfig, path: &PathBuf) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("--reference-only {}: {e}", path.display()))
 }
 
+// The demos' apps (`main = false`) run here: this allocator reports their real-time jobs'
+// allocations (preempt::rt_safety; one thread-local read per allocation otherwise).
+#[global_allocator]
+static ALLOCATOR: preempt::rt_safety::CheckedAlloc = preempt::rt_safety::CheckedAlloc::SYSTEM;
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let (cfg, reference) = match parse(&argv) {

@@ -866,7 +866,12 @@ impl Rtio {
         let want = wait_for.min(self.core.cq_cap);
         loop {
             let wait = self.core.cq.len() < want;
-            self.engine.poll(&mut self.core, wait)?;
+            {
+                // RTIO's wait for its completions is the real-time I/O path itself, not a
+                // blocking call of the task that submitted (preempt::rt_safety).
+                let _rtio = crate::sys::interpose::suppress();
+                self.engine.poll(&mut self.core, wait)?;
+            }
             self.core.drain_signals()?;
             self.run_ready();
             if self.core.cq.len() >= want {
@@ -903,13 +908,17 @@ impl Rtio {
             let now = crate::sys::clock::monotonic_now_ns();
             if missing == 0 || now >= deadline {
                 // Submit what the executor queued and take what is already there.
+                let _rtio = crate::sys::interpose::suppress();
                 self.engine.poll(&mut self.core, false)?;
                 self.core.drain_signals()?;
                 self.run_ready();
                 return Ok(self.core.cq.len() >= want);
             }
-            self.engine
-                .poll_many(&mut self.core, missing, deadline - now)?;
+            {
+                let _rtio = crate::sys::interpose::suppress();
+                self.engine
+                    .poll_many(&mut self.core, missing, deadline - now)?;
+            }
             self.core.drain_signals()?;
             self.run_ready();
         }

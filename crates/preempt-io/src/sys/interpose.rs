@@ -31,7 +31,9 @@
 //!
 //! `syscall(SYS_futex, FUTEX_LOCK_PI*)` is preempt's own PCP and critical-section slow path
 //! (std never uses priority-inheritance futexes): counted by [`disarm`] (so that the
-//! voluntary context switch it may cause is explained) but never reported.
+//! voluntary context switch it may cause is explained) but never reported. Likewise
+//! `syscall(SYS_io_uring_enter)`, and everything RTIO's `submit`/`submit_coalesced` do to
+//! wait for their completions (they run [`suppress`]ed): RTIO is the real-time I/O path.
 //!
 //! What it misses: an *uncontended* `std::sync::Mutex` lock (one atomic instruction, no call
 //! at all: caught the first time it blocks), calls libc makes internally (glibc binds them
@@ -407,6 +409,10 @@ pub mod variadic {
             if blocking_pi || futex_kind(a2).is_some() {
                 note(futex_kind(a2), "syscall(SYS_futex)");
             }
+        } else if num == libc::SYS_io_uring_enter && watched() {
+            // RTIO's wait for completions (preempt_io::rtio, run suppressed): counted, so
+            // that the context switch of the wait is explained, never reported.
+            note(None, "syscall(SYS_io_uring_enter)");
         }
         static REAL: AtomicUsize = AtomicUsize::new(0);
         let addr = real(&REAL, "syscall\0");

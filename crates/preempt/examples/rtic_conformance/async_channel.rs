@@ -29,7 +29,7 @@ mod app {
     #[task]
     async fn receiver(_c: receiver::Context, mut receiver: Receiver<'static, u32, CAPACITY>) {
         while let Ok(val) = receiver.recv().await {
-            println!("Receiver got: {}", val);
+            hprintln!("Receiver got: {}", val);
             if val == 3 {
                 preempt::exit(0); // Exit QEMU simulator
             }
@@ -38,19 +38,19 @@ mod app {
 
     #[task]
     async fn sender1(_c: sender1::Context, mut sender: Sender<'static, u32, CAPACITY>) {
-        println!("Sender 1 sending: 1");
+        hprintln!("Sender 1 sending: 1");
         sender.send(1).await.unwrap();
     }
 
     #[task]
     async fn sender2(_c: sender2::Context, mut sender: Sender<'static, u32, CAPACITY>) {
-        println!("Sender 2 sending: 2");
+        hprintln!("Sender 2 sending: 2");
         sender.send(2).await.unwrap();
     }
 
     #[task]
     async fn sender3(_c: sender3::Context, mut sender: Sender<'static, u32, CAPACITY>) {
-        println!("Sender 3 sending: 3");
+        hprintln!("Sender 3 sending: 3");
         sender.send(3).await.unwrap();
     }
 }

@@ -1,7 +1,7 @@
 //! RTIC v2's `examples/lm3s6965/examples/async-channel-no-sender.rs`, ported by hand for
 //! `tests/rtic_conformance.rs`. Original: https://github.com/rtic-rs/rtic (commit 48136831),
 //! © the RTIC developers, MIT OR Apache-2.0.
-//! Changed (MCU-specific): `device`/`dispatchers` arguments, semihosting print and exit.
+//! Changed: the `.await` out of `hprintln!`'s arguments (see main.rs); MCU-specific: `device`/`dispatchers` arguments, semihosting print and exit.
 
 #[preempt::app(main = false)]
 mod app {
@@ -25,7 +25,8 @@ mod app {
 
     #[task]
     async fn receiver(_c: receiver::Context, mut receiver: Receiver<'static, u32, CAPACITY>) {
-        println!("Receiver got: {:?}", receiver.recv().await);
+        let got = receiver.recv().await;
+        hprintln!("Receiver got: {:?}", got);
 
         preempt::exit(0); // Exit QEMU simulator
     }

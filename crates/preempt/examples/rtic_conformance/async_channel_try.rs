@@ -29,15 +29,15 @@ mod app {
     #[task]
     async fn receiver(_c: receiver::Context, mut receiver: Receiver<'static, u32, CAPACITY>) {
         while let Ok(val) = receiver.recv().await {
-            println!("Receiver got: {}", val);
+            hprintln!("Receiver got: {}", val);
         }
     }
 
     #[task]
     async fn sender1(_c: sender1::Context, mut sender: Sender<'static, u32, CAPACITY>) {
-        println!("Sender 1 sending: 1");
+        hprintln!("Sender 1 sending: 1");
         sender.send(1).await.unwrap();
-        println!("Sender 1 try sending: 2 {:?}", sender.try_send(2));
+        hprintln!("Sender 1 try sending: 2 {:?}", sender.try_send(2));
         preempt::exit(0); // Exit QEMU simulator
     }
 

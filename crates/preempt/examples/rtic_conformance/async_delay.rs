@@ -14,7 +14,7 @@ mod app {
 
     #[init]
     fn init(_cx: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
 
         foo::spawn().ok();
         bar::spawn().ok();
@@ -25,23 +25,23 @@ mod app {
 
     #[task]
     async fn foo(_cx: foo::Context) {
-        println!("hello from foo");
+        hprintln!("hello from foo");
         Mono::delay(100.millis()).await;
-        println!("bye from foo");
+        hprintln!("bye from foo");
     }
 
     #[task]
     async fn bar(_cx: bar::Context) {
-        println!("hello from bar");
+        hprintln!("hello from bar");
         Mono::delay(200.millis()).await;
-        println!("bye from bar");
+        hprintln!("bye from bar");
     }
 
     #[task]
     async fn baz(_cx: baz::Context) {
-        println!("hello from baz");
+        hprintln!("hello from baz");
         Mono::delay(300.millis()).await;
-        println!("bye from baz");
+        hprintln!("bye from baz");
 
         preempt::exit(0);
     }

@@ -22,7 +22,7 @@ mod app {
 
     #[init]
     fn init(_cx: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
 
         async_task::spawn().unwrap();
         async_task_args::spawn(1, 2).unwrap();
@@ -34,7 +34,7 @@ mod app {
     #[idle(shared = [a])]
     fn idle(_: idle::Context) -> ! {
         loop {
-            println!("idle");
+            hprintln!("idle");
             preempt::exit(0);
             core::hint::spin_loop();
         }
@@ -43,24 +43,24 @@ mod app {
     #[task(shared = [a])]
     fn hw_task(cx: hw_task::Context) {
         let hw_task::SharedResources { a: _, .. } = cx.shared;
-        println!("hello from hw");
+        hprintln!("hello from hw");
     }
 
     #[task(shared = [a], priority = 1)]
     async fn async_task(cx: async_task::Context) {
         let async_task::SharedResources { a: _, .. } = cx.shared;
-        println!("hello from async");
+        hprintln!("hello from async");
     }
 
     #[task(priority = 1)]
     async fn async_task_args(_cx: async_task_args::Context, a: u32, b: i32) {
-        println!("hello from async with args a: {}, b: {}", a, b);
+        hprintln!("hello from async with args a: {}, b: {}", a, b);
     }
 
     #[task(priority = 2, shared = [a])]
     async fn async_task2(cx: async_task2::Context) {
         let async_task2::SharedResources { a: _, .. } = cx.shared;
-        println!("hello from async2");
+        hprintln!("hello from async2");
     }
 }
 pub(crate) use app::run;

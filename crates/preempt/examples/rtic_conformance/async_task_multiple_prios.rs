@@ -23,7 +23,7 @@ mod app {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
 
         async_task1::spawn(1).ok();
         async_task2::spawn().ok();
@@ -36,14 +36,14 @@ mod app {
     #[idle]
     fn idle(_: idle::Context) -> ! {
         loop {
-            println!("idle");
+            hprintln!("idle");
             preempt::exit(0);
         }
     }
 
     #[task(priority = 1, shared = [a, b])]
     async fn async_task1(mut cx: async_task1::Context, inc: u32) {
-        println!(
+        hprintln!(
             "hello from async 1 a {}",
             cx.shared.a.lock(|a| {
                 *a += inc;
@@ -54,7 +54,7 @@ mod app {
 
     #[task(priority = 1, shared = [a, b])]
     async fn async_task2(mut cx: async_task2::Context) {
-        println!(
+        hprintln!(
             "hello from async 2 a {}",
             cx.shared.a.lock(|a| {
                 *a += 1;
@@ -65,7 +65,7 @@ mod app {
 
     #[task(priority = 2, shared = [a, b])]
     async fn async_task3(mut cx: async_task3::Context) {
-        println!(
+        hprintln!(
             "hello from async 3 a {}",
             cx.shared.a.lock(|a| {
                 *a += 1;
@@ -76,7 +76,7 @@ mod app {
 
     #[task(priority = 2, shared = [a, b])]
     async fn async_task4(mut cx: async_task4::Context) {
-        println!(
+        hprintln!(
             "hello from async 4 a {}",
             cx.shared.a.lock(|a| {
                 *a += 1;

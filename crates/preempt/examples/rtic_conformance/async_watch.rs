@@ -26,16 +26,16 @@ mod app {
     #[task]
     async fn receiver(_c: receiver::Context, mut receiver: WatchReader<'static, u32>) {
         let val = receiver.changed().await;
-        println!("Receiver got: {}", val);
+        hprintln!("Receiver got: {}", val);
         let val = receiver.try_get();
-        println!("Receiver got: {:?}", val);
+        hprintln!("Receiver got: {:?}", val);
 
         preempt::exit(0); // Exit QEMU simulator
     }
 
     #[task]
     async fn sender(_c: sender::Context, mut sender: WatchWriter<'static, u32>) {
-        println!("Sender 1 writing: 1");
+        hprintln!("Sender 1 writing: 1");
         sender.write(1);
     }
 }

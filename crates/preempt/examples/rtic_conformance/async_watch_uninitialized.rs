@@ -25,7 +25,7 @@ mod app {
     #[task]
     async fn receiver(_c: receiver::Context, mut receiver: WatchReader<'static, u32>) {
         let val = receiver.try_get();
-        println!("Receiver got: {:?}", val);
+        hprintln!("Receiver got: {:?}", val);
 
         preempt::exit(0); // Exit QEMU simulator
     }

@@ -55,7 +55,7 @@ mod app {
     #[idle]
     fn idle(_: idle::Context) -> ! {
         loop {
-            println!("idle");
+            hprintln!("idle");
             preempt::exit(0);
         }
     }
@@ -64,14 +64,14 @@ mod app {
     fn uart0(mut cx: uart0::Context) {
         cx.shared
             .big_struct
-            .lock(|b| println!("uart0 data:{:?}", &b.data[0..5]));
+            .lock(|b| hprintln!("uart0 data:{:?}", &b.data[0..5]));
     }
 
     #[task(shared = [big_struct], priority = 2)]
     async fn async_task(mut cx: async_task::Context) {
         cx.shared
             .big_struct
-            .lock(|b| println!("async_task data:{:?}", &b.data[0..5]));
+            .lock(|b| hprintln!("async_task data:{:?}", &b.data[0..5]));
     }
 }
 pub(crate) use app::run;

@@ -17,14 +17,14 @@ mod app {
     fn init(_: init::Context) -> (Shared, Local) {
         foo::spawn().ok();
 
-        println!("init");
+        hprintln!("init");
 
         (Shared {}, Local {})
     }
 
     #[idle]
     fn idle(_: idle::Context) -> ! {
-        println!("idle");
+        hprintln!("idle");
 
         foo::spawn().ok();
 
@@ -38,7 +38,7 @@ mod app {
     fn foo(cx: foo::Context) {
         *cx.local.times += 1;
 
-        println!(
+        hprintln!(
             "foo called {} time{}",
             *cx.local.times,
             if *cx.local.times > 1 { "s" } else { "" }

@@ -18,7 +18,7 @@ mod app {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
 
         (
             Shared {
@@ -32,31 +32,31 @@ mod app {
 
     #[idle(shared = [s2, s3])]
     fn idle(mut cx: idle::Context) -> ! {
-        println!("idle p0 started");
+        hprintln!("idle p0 started");
         t2::spawn().ok();
         cx.shared.s3.lock(|s| {
-            println!("idle enter lock s3 {}", s);
-            println!("idle pend t0");
+            hprintln!("idle enter lock s3 {}", s);
+            hprintln!("idle pend t0");
             t0::spawn().ok(); // t0 p2, with shared ceiling 3
-            println!("idle pend t1");
+            hprintln!("idle pend t1");
             t1::spawn().ok(); // t1 p3, with shared ceiling 3
-            println!("idle pend t2");
+            hprintln!("idle pend t2");
             t2::spawn().ok(); // t2 p4, no sharing
-            println!("idle still in lock s3 {}", s);
+            hprintln!("idle still in lock s3 {}", s);
         });
-        println!("\nback in idle");
+        hprintln!("\nback in idle");
 
         cx.shared.s2.lock(|s| {
-            println!("enter lock s2 {}", s);
-            println!("idle pend t0");
+            hprintln!("enter lock s2 {}", s);
+            hprintln!("idle pend t0");
             t0::spawn().ok(); // t0 p2, with shared ceiling 2
-            println!("idle pend t1");
+            hprintln!("idle pend t1");
             t1::spawn().ok(); // t1 p3, no sharing
-            println!("idle pend t2");
+            hprintln!("idle pend t2");
             t2::spawn().ok(); // t2 p4, no sharing
-            println!("idle still in lock s2 {}", s);
+            hprintln!("idle still in lock s2 {}", s);
         });
-        println!("\nidle exit");
+        hprintln!("\nidle exit");
 
         preempt::exit(0); // Exit QEMU simulator
 
@@ -70,12 +70,12 @@ mod app {
         // Safe access to local `static mut` variable
         *cx.local.times += 1;
 
-        println!(
+        hprintln!(
             "t0 p2 called {} time{}",
             *cx.local.times,
             if *cx.local.times > 1 { "s" } else { "" }
         );
-        println!("t0 p2 exit");
+        hprintln!("t0 p2 exit");
     }
 
     #[task(priority = 3, local = [times: u32 = 0], shared = [s3, s4])]
@@ -83,22 +83,22 @@ mod app {
         // Safe access to local `static mut` variable
         *cx.local.times += 1;
 
-        println!(
+        hprintln!(
             "t1 p3 called {} time{}",
             *cx.local.times,
             if *cx.local.times > 1 { "s" } else { "" }
         );
 
         cx.shared.s4.lock(|s| {
-            println!("t1 enter lock s4 {}", s);
-            println!("t1 pend t0");
+            hprintln!("t1 enter lock s4 {}", s);
+            hprintln!("t1 pend t0");
             t0::spawn().ok(); // t0 p2, with shared ceiling 2
-            println!("t1 pend t2");
+            hprintln!("t1 pend t2");
             t2::spawn().ok(); // t2 p4, no sharing
-            println!("t1 still in lock s4 {}", s);
+            hprintln!("t1 still in lock s4 {}", s);
         });
 
-        println!("t1 p3 exit");
+        hprintln!("t1 p3 exit");
     }
 
     #[task(priority = 4, local = [times: u32 = 0], shared = [s4])]
@@ -106,17 +106,17 @@ mod app {
         // Safe access to local `static mut` variable
         *cx.local.times += 1;
 
-        println!(
+        hprintln!(
             "t2 p4 called {} time{}",
             *cx.local.times,
             if *cx.local.times > 1 { "s" } else { "" }
         );
 
         cx.shared.s4.lock(|s| {
-            println!("enter lock s4 {}", s);
+            hprintln!("enter lock s4 {}", s);
             *s += 1;
         });
-        println!("t3 p4 exit");
+        hprintln!("t3 p4 exit");
     }
 }
 pub(crate) use app::run;

@@ -37,7 +37,7 @@ mod app {
         let b = cx.shared.b;
         let c = cx.shared.c;
 
-        println!("foo: a = {}, b = {}, c = {}", a, b, c);
+        hprintln!("foo: a = {}, b = {}, c = {}", a, b, c);
     }
 
     // De-structure-ing syntax
@@ -45,7 +45,7 @@ mod app {
     async fn bar(cx: bar::Context) {
         let bar::SharedResources { a, b, c, .. } = cx.shared;
 
-        println!("bar: a = {}, b = {}, c = {}", a, b, c);
+        hprintln!("bar: a = {}, b = {}, c = {}", a, b, c);
     }
 }
 pub(crate) use app::run;

@@ -6,7 +6,7 @@
 // Free function implementing the spawnable task `foo`.
 // Notice, you need to indicate an anonymous lifetime <'a_>
 async fn foo(_c: app::foo::Context<'_>) {
-    println!("foo");
+    hprintln!("foo");
     preempt::exit(0); // Exit QEMU simulator
 }
 

@@ -26,7 +26,7 @@ mod app {
 
     #[task(shared = [shared], local = [state: u32 = 0])]
     fn uart0(c: uart0::Context) {
-        println!("UART0(STATE = {})", *c.local.state);
+        hprintln!("UART0(STATE = {})", *c.local.state);
 
         // second argument has type `shared::shared`
         super::advance(c.local.state, c.shared.shared);
@@ -39,7 +39,7 @@ mod app {
 
     #[task(priority = 2, shared = [shared], local = [state: u32 = 0])]
     fn uart1(c: uart1::Context) {
-        println!("UART1(STATE = {})", *c.local.state);
+        hprintln!("UART1(STATE = {})", *c.local.state);
 
         // second argument has type `shared::shared`
         super::advance(c.local.state, c.shared.shared);
@@ -56,6 +56,6 @@ fn advance(state: &mut u32, mut shared: impl Mutex<T = u32>) {
         (old, *shared)
     });
 
-    println!("shared: {} -> {}", old, new);
+    hprintln!("shared: {} -> {}", old, new);
 }
 pub(crate) use app::run;

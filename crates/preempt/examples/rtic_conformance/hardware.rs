@@ -18,7 +18,7 @@ mod app {
         // `init` returns because interrupts are disabled
         uart0::spawn().ok(); // equivalent to NVIC::pend
 
-        println!("init");
+        hprintln!("init");
 
         (Shared {}, Local {})
     }
@@ -27,7 +27,7 @@ mod app {
     fn idle(_: idle::Context) -> ! {
         // interrupts are enabled again; the `UART0` handler runs at this point
 
-        println!("idle");
+        hprintln!("idle");
 
         // Some backends provide a manual way of pending an
         // interrupt.
@@ -44,7 +44,7 @@ mod app {
         // Safe access to local `static mut` variable
         *cx.local.times += 1;
 
-        println!(
+        hprintln!(
             "UART0 called {} time{}",
             *cx.local.times,
             if *cx.local.times > 1 { "s" } else { "" }

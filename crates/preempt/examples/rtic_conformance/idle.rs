@@ -14,7 +14,7 @@ mod app {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
 
         (Shared {}, Local {})
     }
@@ -24,7 +24,7 @@ mod app {
         // Locals in idle have lifetime 'static
         let _x: &'static mut u32 = cx.local.x;
 
-        println!("idle");
+        hprintln!("idle");
 
         preempt::exit(0); // Exit QEMU simulator
 

@@ -14,7 +14,7 @@ mod app {
 
     #[init]
     fn init(_cx: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
 
         // Set the ARM SLEEPONEXIT bit to go to sleep after handling interrupts
         // See https://developer.arm.com/documentation/100737/0100/Power-management/Sleep-mode/Sleep-on-exit-bit
@@ -27,7 +27,7 @@ mod app {
         // Locals in idle have lifetime 'static
         let _x: &'static mut u32 = cx.local.x;
 
-        println!("idle");
+        hprintln!("idle");
 
         preempt::exit(0); // Exit QEMU simulator
 

@@ -17,7 +17,7 @@ mod app {
         // Locals in `init` have 'static lifetime
         let _x: &'static mut u32 = cx.local.x;
 
-        println!("init");
+        hprintln!("init");
 
         preempt::exit(0); // Exit QEMU simulator
 

@@ -39,7 +39,7 @@ mod app {
         let local_to_idle = cx.local.local_to_idle;
         *local_to_idle += 1;
 
-        println!("idle: local_to_idle = {}", local_to_idle);
+        hprintln!("idle: local_to_idle = {}", local_to_idle);
 
         preempt::exit(0); // Exit QEMU simulator
 
@@ -63,7 +63,7 @@ mod app {
         // error: no `local_to_bar` field in `foo::LocalResources`
         // cx.local.local_to_bar += 1;
 
-        println!("foo: local_to_foo = {}", local_to_foo);
+        hprintln!("foo: local_to_foo = {}", local_to_foo);
     }
 
     // `local_to_bar` can only be accessed from this context
@@ -75,7 +75,7 @@ mod app {
         // error: no `local_to_foo` field in `bar::LocalResources`
         // cx.local.local_to_foo += 1;
 
-        println!("bar: local_to_bar = {}", local_to_bar);
+        hprintln!("bar: local_to_bar = {}", local_to_bar);
     }
 }
 pub(crate) use app::run;

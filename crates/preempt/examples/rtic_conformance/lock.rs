@@ -24,7 +24,7 @@ mod app {
     // when omitted priority is assumed to be `1`
     #[task(shared = [shared])]
     async fn foo(mut c: foo::Context) {
-        println!("A");
+        hprintln!("A");
 
         // the lower priority task requires a critical section to access the data
         c.shared.shared.lock(|shared| {
@@ -34,7 +34,7 @@ mod app {
             // bar will *not* run right now due to the critical section
             bar::spawn().unwrap();
 
-            println!("B - shared = {}", *shared);
+            hprintln!("B - shared = {}", *shared);
 
             // baz does not contend for `shared` so it's allowed to run now
             baz::spawn().unwrap();
@@ -42,7 +42,7 @@ mod app {
 
         // critical section is over: bar can now start
 
-        println!("E");
+        hprintln!("E");
 
         preempt::exit(0); // Exit QEMU simulator
     }
@@ -56,12 +56,12 @@ mod app {
             *shared
         });
 
-        println!("D - shared = {}", shared);
+        hprintln!("D - shared = {}", shared);
     }
 
     #[task(priority = 3)]
     async fn baz(_: baz::Context) {
-        println!("C");
+        hprintln!("C");
     }
 }
 pub(crate) use app::run;

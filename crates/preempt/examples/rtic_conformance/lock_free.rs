@@ -28,7 +28,7 @@ mod app {
 
         *c.shared.counter += 1; // <- no lock API required
         let counter = *c.shared.counter;
-        println!("  foo = {}", counter);
+        hprintln!("  foo = {}", counter);
     }
 
     #[task(shared = [counter])] // <- same priority
@@ -36,7 +36,7 @@ mod app {
         foo::spawn().ok();
         *c.shared.counter += 1; // <- no lock API required
         let counter = *c.shared.counter;
-        println!("  bar = {}", counter);
+        hprintln!("  bar = {}", counter);
 
         preempt::exit(0); // Exit QEMU simulator
     }

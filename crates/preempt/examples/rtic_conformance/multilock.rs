@@ -42,7 +42,7 @@ mod app {
             *s2 += 1;
             *s3 += 1;
 
-            println!("Multiple locks, s1: {}, s2: {}, s3: {}", *s1, *s2, *s3);
+            hprintln!("Multiple locks, s1: {}, s2: {}, s3: {}", *s1, *s2, *s3);
         });
 
         preempt::exit(0); // Exit QEMU simulator

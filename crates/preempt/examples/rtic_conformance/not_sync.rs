@@ -32,7 +32,7 @@ mod app {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
 
         foo::spawn().unwrap();
         bar::spawn().unwrap();
@@ -56,13 +56,13 @@ mod app {
     #[task(shared = [&shared], priority = 1)]
     async fn foo(c: foo::Context) {
         let shared: &NotSync = c.shared.shared;
-        println!("foo a {}", shared.data);
+        hprintln!("foo a {}", shared.data);
     }
 
     #[task(shared = [&shared], priority = 1)]
     async fn bar(c: bar::Context) {
         let shared: &NotSync = c.shared.shared;
-        println!("bar a {}", shared.data);
+        hprintln!("bar a {}", shared.data);
     }
 }
 pub(crate) use app::run;

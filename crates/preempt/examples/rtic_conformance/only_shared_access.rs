@@ -25,14 +25,14 @@ mod app {
     #[task(shared = [&key])]
     async fn foo(cx: foo::Context) {
         let key: &u32 = cx.shared.key;
-        println!("foo(key = {:#x})", key);
+        hprintln!("foo(key = {:#x})", key);
 
         preempt::exit(0); // Exit QEMU simulator
     }
 
     #[task(priority = 2, shared = [&key])]
     async fn bar(cx: bar::Context) {
-        println!("bar(key = {:#x})", cx.shared.key);
+        hprintln!("bar(key = {:#x})", cx.shared.key);
     }
 }
 pub(crate) use app::run;

@@ -23,22 +23,22 @@ mod app {
 
     #[task(priority = 1)]
     async fn foo(_: foo::Context) {
-        println!("foo - start");
+        hprintln!("foo - start");
         baz::spawn().unwrap();
-        println!("foo - end");
+        hprintln!("foo - end");
         preempt::exit(0); // Exit QEMU simulator
     }
 
     #[task(priority = 2)]
     async fn bar(_: bar::Context) {
-        println!(" bar");
+        hprintln!(" bar");
     }
 
     #[task(priority = 2)]
     async fn baz(_: baz::Context) {
-        println!(" baz - start");
+        hprintln!(" baz - start");
         bar::spawn().unwrap();
-        println!(" baz - end");
+        hprintln!(" baz - end");
     }
 }
 pub(crate) use app::run;

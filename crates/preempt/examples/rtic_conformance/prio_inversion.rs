@@ -40,7 +40,7 @@ mod app {
     async fn foo(cx: foo::Context) {
         let foo::SharedResources { mut a, mut b, .. } = cx.shared;
 
-        println!("foo - start");
+        hprintln!("foo - start");
 
         // basepri = 0
         b.lock(|b| {
@@ -48,36 +48,36 @@ mod app {
             a.lock(|a| {
                 // basepri = max(basepri = 4, ceil(a) = 2) = 4
 
-                println!("pre baz spawn {} {}", a, b);
+                hprintln!("pre baz spawn {} {}", a, b);
 
                 // This spawn should be blocked as prio(baz) = 3
                 baz::spawn().unwrap();
 
-                println!("post baz spawn {} {}", a, b);
+                hprintln!("post baz spawn {} {}", a, b);
             });
             // basepri = 4
         });
         // basepri = 0
 
-        println!("foo - end");
+        hprintln!("foo - end");
         preempt::exit(0); // Exit QEMU simulator
     }
 
     #[task(priority = 2, shared = [a])]
     async fn bar(_: bar::Context) {
-        println!(" bar");
+        hprintln!(" bar");
     }
 
     #[task(priority = 3)]
     async fn baz(_: baz::Context) {
-        println!(" baz - start");
-        println!(" baz - end");
+        hprintln!(" baz - start");
+        hprintln!(" baz - end");
     }
 
     #[task(priority = 4, shared = [b])]
     async fn pow(_: pow::Context) {
-        println!(" pow - start");
-        println!(" pow - end");
+        hprintln!(" pow - start");
+        hprintln!(" pow - end");
     }
 }
 pub(crate) use app::run;

@@ -49,7 +49,7 @@ mod app {
             *shared
         });
 
-        println!("UART0: shared = {}", shared);
+        hprintln!("UART0: shared = {}", shared);
     }
 
     // `shared` can be accessed from this context
@@ -60,7 +60,7 @@ mod app {
             *shared
         });
 
-        println!("UART1: shared = {}", shared);
+        hprintln!("UART1: shared = {}", shared);
     }
 }
 pub(crate) use app::run;

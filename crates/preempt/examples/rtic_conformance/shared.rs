@@ -28,7 +28,7 @@ mod app {
     fn idle(mut c: idle::Context) -> ! {
         loop {
             if let Some(byte) = c.shared.c.lock(|c| c.dequeue()) {
-                println!("received message: {}", byte);
+                hprintln!("received message: {}", byte);
 
                 preempt::exit(0); // Exit QEMU simulator
             } else {

@@ -14,7 +14,7 @@ mod app {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
         foo::spawn().unwrap();
 
         (Shared {}, Local {})
@@ -22,7 +22,7 @@ mod app {
 
     #[task]
     async fn foo(_: foo::Context) {
-        println!("foo");
+        hprintln!("foo");
 
         preempt::exit(0); // Exit QEMU simulator
     }

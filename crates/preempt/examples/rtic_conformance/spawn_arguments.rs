@@ -22,7 +22,7 @@ mod app {
 
     #[task]
     async fn foo(_c: foo::Context, x: i32, y: u32) {
-        println!("foo {}, {}", x, y);
+        hprintln!("foo {}, {}", x, y);
         preempt::exit(0); // Exit QEMU simulator
     }
 }

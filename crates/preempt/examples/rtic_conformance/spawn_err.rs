@@ -14,11 +14,11 @@ mod app {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
         foo::spawn().unwrap();
         match foo::spawn() {
             Ok(_) => {}
-            Err(()) => println!("Cannot spawn a spawned (running) task!"),
+            Err(()) => hprintln!("Cannot spawn a spawned (running) task!"),
         }
 
         (Shared {}, Local {})
@@ -26,7 +26,7 @@ mod app {
 
     #[task]
     async fn foo(_: foo::Context) {
-        println!("foo");
+        hprintln!("foo");
 
         preempt::exit(0); // Exit QEMU simulator
     }

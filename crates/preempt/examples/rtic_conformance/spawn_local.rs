@@ -22,13 +22,13 @@ mod app {
 
     #[task(priority = 1)]
     async fn task1(cx: task1::Context) {
-        println!("Hello from task1!");
+        hprintln!("Hello from task1!");
         cx.local_spawner.task2(Default::default()).unwrap();
     }
 
     #[task(local_task = true, priority = 1)]
     async fn task2(_cx: task2::Context, _nsns: NotSendNotSync) {
-        println!("Hello from task2!");
+        hprintln!("Hello from task2!");
         preempt::exit(0); // Exit QEMU simulator
     }
 }

@@ -14,7 +14,7 @@ mod app {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local) {
-        println!("init");
+        hprintln!("init");
 
         (Shared {}, Local {})
     }
@@ -23,7 +23,7 @@ mod app {
     fn idle(_: idle::Context) -> ! {
         for _ in 0..3 {
             foo::spawn().unwrap();
-            println!("idle");
+            hprintln!("idle");
         }
         preempt::exit(0); // Exit QEMU simulator
         loop {}
@@ -31,7 +31,7 @@ mod app {
 
     #[task(priority = 1)]
     async fn foo(_: foo::Context) {
-        println!("foo");
+        hprintln!("foo");
     }
 }
 pub(crate) use app::run;

@@ -13,12 +13,12 @@
 
 /// An `extern` task that borrows its context, so its future is not `'static`.
 async fn borrows_ctx(_c: app::borrows_ctx::Context<'_>) {
-    println!("borrows_ctx");
+    hprintln!("borrows_ctx");
 }
 
 /// An `extern` task that never returns.
 async fn diverges(_c: app::diverges::Context<'static>) -> ! {
-    println!("diverges");
+    hprintln!("diverges");
     loop {
         core::future::pending::<()>().await;
     }
@@ -47,20 +47,20 @@ mod app {
 
     #[task]
     async fn plain(_: plain::Context) {
-        println!("plain");
+        hprintln!("plain");
     }
 
     // Spawned last on this dispatcher, so it is the one that ends the example: everything at this
     // priority has been polled by the time it runs, and the higher-priority task preempted first.
     #[task]
     async fn with_args(_: with_args::Context, a: u32, b: u16, c: u8) {
-        println!("with_args {} {} {}", a, b, c);
+        hprintln!("with_args {} {} {}", a, b, c);
         preempt::exit(0);
     }
 
     #[task(priority = 2)]
     async fn higher(_: higher::Context) {
-        println!("higher");
+        hprintln!("higher");
     }
 
     extern "Rust" {

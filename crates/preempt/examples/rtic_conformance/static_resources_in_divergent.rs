@@ -43,7 +43,7 @@ mod app {
         loop {
             // Lock-free access to the same underlying queue!
             if let Some(data) = rx.recv().await.ok() {
-                println!("received message: {}", data);
+                hprintln!("received message: {}", data);
 
                 if data == 3 {
                     preempt::exit(0); // Exit QEMU simulator

@@ -32,7 +32,7 @@ mod app {
         loop {
             // Lock-free access to the same underlying queue!
             if let Some(data) = c.local.c.dequeue() {
-                println!("received message: {}", data);
+                hprintln!("received message: {}", data);
 
                 // Run foo until data
                 if data == 3 {

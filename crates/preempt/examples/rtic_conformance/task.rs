@@ -21,32 +21,32 @@ mod app {
 
     #[task]
     async fn foo(_: foo::Context) {
-        println!("foo - start");
+        hprintln!("foo - start");
 
         // spawns `bar` onto the task scheduler
         // `foo` and `bar` have the same priority so `bar` will not run until
         // after `foo` terminates
         bar::spawn().unwrap();
 
-        println!("foo - middle");
+        hprintln!("foo - middle");
 
         // spawns `baz` onto the task scheduler
         // `baz` has higher priority than `foo` so it immediately preempts `foo`
         baz::spawn().unwrap();
 
-        println!("foo - end");
+        hprintln!("foo - end");
     }
 
     #[task]
     async fn bar(_: bar::Context) {
-        println!("bar");
+        hprintln!("bar");
 
         preempt::exit(0); // Exit QEMU simulator
     }
 
     #[task(priority = 2)]
     async fn baz(_: baz::Context) {
-        println!("baz");
+        hprintln!("baz");
     }
 }
 pub(crate) use app::run;

@@ -28,7 +28,7 @@ mod app {
     #[task(shared = [count])]
     async fn incrementer(mut c: incrementer::Context, wait_queue: &'static WaitQueue) {
         loop {
-            println!("Inc");
+            hprintln!("Inc");
 
             c.shared.count.lock(|c| *c += 1);
 
@@ -46,7 +46,7 @@ mod app {
             .wait_until(|| c.shared.count.lock(|c| (*c >= 3).then_some(*c)))
             .await;
 
-        println!("Got {}", value);
+        hprintln!("Got {}", value);
 
         preempt::exit(0); // Exit QEMU simulator
     }
