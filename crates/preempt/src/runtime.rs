@@ -388,7 +388,10 @@ fn finish(app: &'static App, code: i32, explained: Option<&explain::Report>) -> 
     let rt_mode = rt_safety::mode();
     if started && rt_mode != rt_safety::Mode::Off {
         let findings = rt_safety::findings();
-        if !findings.is_empty() || config.summary {
+        // What could not be seen is said when the mode was asked for (not the debug default).
+        let gaps = rt_safety::coverage_incomplete()
+            && std::env::var_os(rt_safety::RT_SAFETY_ENV).is_some();
+        if !findings.is_empty() || config.summary || gaps {
             eprint!("{}", rt_safety::report(rt_mode, &findings));
         }
     }

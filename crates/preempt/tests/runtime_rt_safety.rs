@@ -315,6 +315,18 @@ fn a_sleep_in_a_task_is_caught_at_its_line() {
 
 #[test]
 fn page_faults_in_a_task_are_counted_for_the_task_and_its_job() {
+    if let Some(host) = preempt_io::sys::cpu::user_mode_emulation() {
+        // The emulator's own faults would be counted: not counted at all there, and said.
+        let warned = run("touches_a_fresh_page", "warn", &[(preempt::SOFT_ENV, "1")]);
+        assert!(
+            warned
+                .stderr
+                .contains("page faults and context switches were not counted: this binary runs under user-mode emulation"),
+            "under emulation on {host}: {}",
+            warned.stderr
+        );
+        return;
+    }
     // Without `mlockall` (soft mode), which would have mapped the pages at start.
     caught(
         "touches_a_fresh_page",
