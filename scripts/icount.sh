@@ -25,7 +25,7 @@
 # Usage: scripts/icount.sh [--bless] [--threshold PCT] [--only NAME]
 #   --bless   write the measured figures as the new baseline (a deliberate change: commit the
 #             baseline with the change that moved it, and say why in the commit message)
-# Needs valgrind (Debian: apt-get install valgrind) and real-time privileges for the app paths
+# Needs valgrind (Debian: apt-get install valgrind), taskset (util-linux) and real-time privileges for the app paths
 # (root, or CAP_SYS_NICE + CAP_IPC_LOCK).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,14 +81,18 @@ rm -f "$build_log"
 
 # Instructions of one run of bench $1 with arguments $2, summed over the threads that $3
 # selects (`all`, or `workers`: every thread but the first), from callgrind's per-thread
-# summaries (--separate-threads=yes).
+# summaries (--separate-threads=yes). Every run is pinned to CPU 0: an app's executor
+# threads then interleave in priority order alone, as in the pinned wall-clock benchmark.
+# Unpinned, the cross-priority switch took 1058 to 1123 instructions per operation from run
+# to run (whether a wake-up found its executor parked depends on the other CPU's timing);
+# pinned, 823.12 to 823.15 over six runs, three of them beside `stress-ng --cpu 2`.
 count() {
   local exe dir rc
   exe=$(exe_of "$1")
   dir=$(mktemp -d)
   set +e
   # shellcheck disable=SC2086 # the arguments are words
-  timeout 600 valgrind --tool=callgrind --separate-threads=yes \
+  timeout 600 taskset -c 0 valgrind --tool=callgrind --separate-threads=yes \
     --callgrind-out-file="$dir/cg" "$exe" $2 >/dev/null 2>"$dir/log"
   rc=$?
   set -e
@@ -125,9 +129,8 @@ while IFS='|' read -r name bench args n threads; do
     python3 -c "print('%.2f' % (($b - $a) / $n))"
   }
   v=$(per_op)
-  # The app paths vary by up to ~2 % between runs (timing-dependent work of the executor
-  # threads: parking, the accounting's clock reads); a path above the gate is measured once
-  # more and keeps the lower figure, so that only a regression seen twice fails.
+  # A path above the gate is measured once more and keeps the lower figure, so that only a
+  # regression seen twice fails (a host interrupt can still land inside a pinned run).
   base=$(awk -v p="$name" '$1 == p { print $2 }' "$BASELINE" 2>/dev/null || true)
   if [ $BLESS -eq 0 ] && [ -n "$base" ] &&
     python3 -c "import sys; sys.exit(0 if $v > $base * (1 + $THRESHOLD / 100) else 1)"; then
