@@ -219,6 +219,48 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> syn::Result<()> {
         }
     }
 
+    // An async task keeps its context, and so a #[lock_free] resource's `&mut`, across
+    // `.await`, where the other tasks of its priority run and take their own reference to the
+    // same value: two live `&mut`, or a `&` and a `&mut`. RTIC v2 forbids this too.
+    for field in &app.shared.fields {
+        let Some(span) = field.lock_free else {
+            continue;
+        };
+        let info = &analysis.shared[&field.ident.to_string()];
+        let is_async =
+            |cx: Context| matches!(cx, Context::Task(i) if app.tasks[i].kind == TaskKind::Async);
+        let Some(task) = info.users.iter().find(|u| is_async(u.0)) else {
+            continue;
+        };
+        let Some(other) = info.users.iter().find(|u| u.0 != task.0) else {
+            continue;
+        };
+        if info.users.iter().all(|u| u.2) {
+            continue; // every user reads: `&T` for all
+        }
+        let mut err = syn::Error::new(
+            span,
+            format!(
+                "#[lock_free] resource `{}` is used by async task `{}` and by {}: an async task \
+                 keeps its reference across `.await`, while the other runs; remove #[lock_free] \
+                 to lock it instead",
+                field.ident,
+                match task.0 {
+                    Context::Task(i) => app.tasks[i].name().to_string(),
+                    _ => String::new(),
+                },
+                context_name(other.0),
+            ),
+        );
+        if let Context::Task(i) = task.0 {
+            err.combine(syn::Error::new(
+                app.tasks[i].name().span(),
+                "the async task is here",
+            ));
+        }
+        errors.push(err);
+    }
+
     // Affinity bindings must name a priority level that exists.
     for binding in &app.args.cores {
         if !analysis

@@ -45,7 +45,7 @@ use crate::parse::{
 fn allows() -> TokenStream {
     quote! {
         #[allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code,
-                unreachable_pub, unused_unsafe, unused_mut, clippy::all)]
+                unreachable_pub, unused_unsafe, unused_mut)]
     }
 }
 
@@ -157,10 +157,17 @@ fn shared_plan(
         let (field_ty, kind) = match (info.access, field.lock_free.is_some(), ro) {
             (Access::Exclusive, true, false) => (
                 quote!(&'a mut #ty),
+                // SAFETY: `run` wrote the cell after `init`, before any executor started;
+                // every user of this `#[lock_free]` resource runs on this level's one
+                // executor thread, one job at a time, so this `&mut` is the only reference.
                 SharedKind::Plain(quote!(unsafe { super::#st.get_mut() })),
             ),
             (Access::Exclusive, true, true) | (Access::ReadOnly, _, _) => (
                 quote!(&'a #ty),
+                // SAFETY: `run` wrote the cell before any executor started; no context
+                // gets a `&mut` to it (every user reads it, or the only users share this
+                // level's thread and this one reads), and several threads reading it is
+                // what the `assert_sync` emitted with its static allows.
                 SharedKind::Plain(quote!(unsafe { super::#st.get() })),
             ),
             (Access::Exclusive, false, false) => {
@@ -168,6 +175,9 @@ fn shared_plan(
                 (
                     quote!(&'a mut #pty),
                     SharedKind::Proxy {
+                        // SAFETY: the cell was written before the executors started, and
+                        // all its users run on this level's one thread, one job at a time:
+                        // the proxy of this job holds the only reference.
                         build: quote!(::preempt::resource::Exclusive::new(unsafe { #st.get_mut() })),
                         ty: pty,
                     },
@@ -178,6 +188,9 @@ fn shared_plan(
                 (
                     quote!(&'a mut #pty),
                     SharedKind::Proxy {
+                        // SAFETY: written before the executors started; its users share this
+                        // level's one thread and run one job at a time, so no `&mut` to it is
+                        // alive while this job reads.
                         build: quote!(::preempt::resource::ExclusiveRef::new(unsafe { #st.get() })),
                         ty: pty,
                     },
@@ -188,6 +201,10 @@ fn shared_plan(
                 (
                     quote!(&'a mut #pty),
                     SharedKind::Proxy {
+                        // SAFETY (`SharedMut::new`): `run` wrote the cell before the
+                        // executors started; `#priority` is the static priority of the
+                        // executor thread that dispatches this task and locks through the
+                        // proxy; the dispatcher builds one proxy per job on its stack.
                         build: quote!(unsafe {
                             ::preempt::resource::SharedMut::new(&#st, #priority, #stats)
                         }),
@@ -200,6 +217,9 @@ fn shared_plan(
                 (
                     quote!(&'a mut #pty),
                     SharedKind::Proxy {
+                        // SAFETY (`SharedRef::new`): as for `SharedMut::new` above: the cell
+                        // is written before the executors start, `#priority` is the level of
+                        // the locking thread, and there is one proxy per job.
                         build: quote!(unsafe {
                             ::preempt::resource::SharedRef::new(&#st, #priority, #stats)
                         }),
@@ -563,13 +583,15 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                         quote!(#(#cfgs)* #msg::#poll => ::preempt::__private::MsgKind::Poll,),
                     );
                     dispatch_arms.push(quote! {
-                        // SAFETY: this executor's thread is the only one that starts and polls
-                        // this task, one message at a time; the slot was allocated for this
-                        // very constructor before the executors started.
                         #(#cfgs)*
+                        // SAFETY (`AsyncTask::start`): only this level's executor thread
+                        // dispatches `#msg`, one message at a time, so it alone starts and
+                        // polls this task; `#future` is the constructor `prepare` allocated
+                        // the slot for (`#header.allocate(#future)`) before any executor ran.
                         #msg::#start(__preempt_args) => unsafe { #header.start(#future, #args) },
-                        // SAFETY: as above.
                         #(#cfgs)*
+                        // SAFETY (`AsyncTask::poll`): the same thread and constructor as
+                        // `start` above: only this executor polls, with the allocated `#future`.
                         #msg::#poll => unsafe { #header.poll(#future) },
                     });
                 }
@@ -843,11 +865,14 @@ pub(crate) fn app(app: &App, analysis: &Analysis) -> TokenStream {
                 &__preempt_APP,
                 ::preempt::__private::Entry {
                     init: &mut || {
-                        // SAFETY: `run` calls this closure once, before any executor exists.
                         let #init_pattern =
+                            // SAFETY (`init::Context::__preempt_new`): `run` calls this
+                            // closure once, before any executor exists, so init's `&'static
+                            // mut` locals (declared cells, initialised) have no other user.
                             #init_ident(unsafe { #init_ident::Context::__preempt_new() });
-                        // SAFETY: no executor or idle thread runs yet, so nothing reads these
-                        // cells; each is written exactly once, here.
+                        // SAFETY (`StaticCell::write`, `PcpCell::write`): no executor or
+                        // idle thread runs yet and `init`'s context is gone, so no reference
+                        // to these cells exists; each is written exactly once, here.
                         unsafe { #(#shared_writes)* }
                     },
                     prepare: &mut || -> ::core::result::Result<(), ::std::string::String> {
@@ -1184,6 +1209,9 @@ fn init_module(app: &App) -> TokenStream {
         if let LocalAccess::Declared { ident, ty, .. } = local {
             let st = local_static("init", local);
             fields.push(quote!(pub #ident: &'static mut #ty,));
+            // SAFETY (`StaticCell::get_mut`): a declared local is initialised by its
+            // static's initialiser and belongs to `init` alone; `__preempt_new`'s contract
+            // (called once, before the executors) makes this the only reference.
             inits.push(quote!(#ident: unsafe { super::#st.get_mut() },));
         }
     }
@@ -1212,6 +1240,13 @@ fn init_module(app: &App) -> TokenStream {
             pub struct Monotonics();
 
             impl<'a> Context<'a> {
+                /// Builds `init`'s context.
+                ///
+                /// # Safety
+                ///
+                /// Call it once, before any executor thread starts (the generated `run`
+                /// does): the context hands out `&'static mut` references to `init`'s
+                /// declared locals, which nothing else may reach while they live.
                 #[doc(hidden)]
                 #[inline(always)]
                 pub unsafe fn __preempt_new() -> Self {
@@ -1277,6 +1312,10 @@ fn context_module(
         };
         let st = local_static(&owner, local);
         local_fields.push(quote!(pub #ident: &#local_lifetime mut #ty,));
+        // SAFETY (`StaticCell::get_mut`): `check` gives each local to one context (a
+        // `#[local]` field to one task, a declared local to its owner), `run` wrote the
+        // `#[local]` cells after `init`, and `__preempt_new`'s contract is one live context
+        // per task, so this `&mut` is the only reference to the cell.
         local_inits.push(quote!(#ident: unsafe { super::#st.get_mut() },));
     }
     if let Some(field) = binds {
@@ -1287,6 +1326,10 @@ fn context_module(
                 /// The fd source this hardware task is bound to (`binds`).
                 pub #field: &'a mut #ty,
             });
+            // SAFETY (`StaticCell::get_mut`): `check` lets only this hardware task bind the
+            // field and use it (not as a local of another task); `run` wrote it after `init`;
+            // one live context per task (`__preempt_new`'s contract); `fd_of` in `prepare`
+            // read it before any executor started, and that reference is gone.
             local_inits.push(quote!(#field: unsafe { super::#st.get_mut() },));
         }
     }
@@ -1412,6 +1455,14 @@ fn context_module(
             #lock_all
 
             impl<'a> Context<'a> {
+                /// Builds this task's context from its job's resource proxies.
+                ///
+                /// # Safety
+                ///
+                /// Call it after `run` wrote the resources, on the executor thread of this
+                /// task's priority (the idle thread for `idle`), with at most one context of
+                /// this task alive: it hands out `&mut` references to the task's local and
+                /// lock-free resources, which no other context may reach meanwhile.
                 #[doc(hidden)]
                 #[inline(always)]
                 pub unsafe fn __preempt_new(#(#params),*) -> Self {
