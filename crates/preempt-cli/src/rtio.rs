@@ -5,8 +5,9 @@
 //!
 //! The measurement is `preempt-rtio-bench`'s, unchanged: its flags are flattened in (one
 //! definition, so the subcommand and the standalone `rtio-bench` binary accept the same
-//! command lines) and its [`run_with`](preempt_rtio_bench::run_with) does the work. Two
-//! things differ, both about the results file:
+//! command lines), [`Config::from_args`] validates them and the benchmark's
+//! [`run_with`](preempt_rtio_bench::run_with) does the work on that `Config`. Two things
+//! differ, both about the results file:
 //!
 //! - `--json FILE` writes a preempt result file (the benchmark's numbers field for field,
 //!   plus preempt's `sysinfo`, warnings, `complete`/`interrupted`), not the benchmark's own
@@ -25,45 +26,32 @@
 //! Exit codes as every subcommand (see [`crate::error`]): 2 for a bad flag (the message names
 //! it), 1 when a cell fails, 130 when interrupted.
 
-use clap::ValueEnum;
-use preempt_rtio_bench::cli::{BusArg, Config};
+use preempt_io::rtio::BackendChoice;
+use preempt_rtio_bench::Config;
 
-use crate::error::usage;
 use crate::results::WarningRecord;
 use crate::results::rtio::{RtioBenchResult, RtioSettings};
 
-/// The name clap gives a value (`spi-txn`, `io_uring`, ...).
-fn value_name(v: &impl ValueEnum) -> String {
-    v.to_possible_value()
-        .map_or_else(|| "?".into(), |p| p.get_name().to_owned())
-}
-
 /// The run as groups, one benchmark call each: bus × ODR for the table, bus for the sweep, in
-/// the order the benchmark itself runs them. Repeated buses are run once (as the benchmark
-/// does); the benchmark's own JSON output is switched off (the group's document comes back
-/// from [`preempt_rtio_bench::run_with`]).
-pub fn groups(a: &preempt_rtio_bench::Args) -> Vec<preempt_rtio_bench::Args> {
-    let mut buses: Vec<BusArg> = Vec::new();
-    for b in &a.bus {
-        if !buses.contains(b) {
-            buses.push(*b);
-        }
-    }
+/// the order the benchmark itself runs them (`Config` holds each bus once); the benchmark's
+/// own JSON output is switched off (the group's document comes back from
+/// [`preempt_rtio_bench::run_with`]).
+pub fn groups(cfg: &Config) -> Vec<Config> {
     let mut out = Vec::new();
-    for b in buses {
-        if a.sweep {
-            out.push(preempt_rtio_bench::Args {
-                bus: vec![b],
+    for &b in &cfg.buses {
+        if cfg.sweep {
+            out.push(Config {
+                buses: vec![b],
                 json: None,
-                ..a.clone()
+                ..cfg.clone()
             });
         } else {
-            for &odr in &a.odr {
-                out.push(preempt_rtio_bench::Args {
-                    bus: vec![b],
-                    odr: vec![odr],
+            for &odr in &cfg.odrs {
+                out.push(Config {
+                    buses: vec![b],
+                    odrs: vec![odr],
                     json: None,
-                    ..a.clone()
+                    ..cfg.clone()
                 });
             }
         }
@@ -71,8 +59,8 @@ pub fn groups(a: &preempt_rtio_bench::Args) -> Vec<preempt_rtio_bench::Args> {
     out
 }
 
-/// The settings record of a run, from the benchmark's flags and validated configuration.
-pub fn settings(a: &preempt_rtio_bench::Args, cfg: &Config) -> RtioSettings {
+/// The settings record of a run, from the benchmark's validated configuration.
+pub fn settings(cfg: &Config) -> RtioSettings {
     RtioSettings {
         mode: if cfg.sweep { "sweep" } else { "table" }.into(),
         duration_per_cell_ns: cfg.duration_ns,
@@ -83,18 +71,19 @@ pub fn settings(a: &preempt_rtio_bench::Args, cfg: &Config) -> RtioSettings {
         consumer_cpu: cfg.consumer_cpu,
         sim_cpu: cfg.sim_cpu,
         priority: cfg.priority,
-        backend: value_name(&a.backend),
+        // The names of `--backend`'s values.
+        backend: match cfg.backend {
+            BackendChoice::Auto => "auto",
+            BackendChoice::IoUring => "io_uring",
+            BackendChoice::Epoll => "epoll",
+        }
+        .into(),
     }
 }
 
-/// The benchmark's error as an `anyhow` error that keeps its exit code (usage stays 2).
-pub fn bench_error(e: preempt_rtio_bench::Error) -> anyhow::Error {
-    match e {
-        preempt_rtio_bench::Error::Usage(m) => usage(m),
-        preempt_rtio_bench::Error::Io(e) => {
-            anyhow::Error::new(e).context("rtio-bench: a cell failed")
-        }
-    }
+/// A failed benchmark call as an `anyhow` error (exit code 1).
+pub fn bench_error(e: std::io::Error) -> anyhow::Error {
+    anyhow::Error::new(e).context("rtio-bench: a cell failed")
 }
 
 /// Threats to validity the cells themselves show.
@@ -141,10 +130,12 @@ mod tests {
         args: RtioBenchArgs,
     }
 
-    fn parse(a: &[&str]) -> preempt_rtio_bench::Args {
-        let mut v = vec!["preempt-rtio-bench"];
+    /// The validated configuration of `preempt rtio-bench` with flags `a` (a simulator that
+    /// exists: validation checks it; nothing runs).
+    fn parse(a: &[&str]) -> Config {
+        let mut v = vec!["preempt-rtio-bench", "--imu-sim", "/bin/true"];
         v.extend_from_slice(a);
-        Cli::try_parse_from(v).unwrap().args.bench
+        Config::from_args(&Cli::try_parse_from(v).unwrap().args.bench).unwrap()
     }
 
     #[test]
@@ -160,7 +151,7 @@ mod tests {
         let g = groups(&a);
         let got: Vec<(String, Vec<u32>)> = g
             .iter()
-            .map(|g| (value_name(&g.bus[0]), g.odr.clone()))
+            .map(|g| (g.buses[0].label().to_owned(), g.odrs.clone()))
             .collect();
         assert_eq!(
             got,
@@ -171,11 +162,11 @@ mod tests {
                 ("memfd".into(), vec![6400]),
             ]
         );
-        assert!(g.iter().all(|g| g.json.is_none() && g.bus.len() == 1));
+        assert!(g.iter().all(|g| g.json.is_none() && g.buses.len() == 1));
         let s = groups(&parse(&["--sweep", "--bus", "spi-txn,memfd"]));
         assert_eq!(s.len(), 2, "the sweep is grouped per bus only");
-        assert_eq!(value_name(&s[0].bus[0]), "spi-txn");
-        assert_eq!(s[0].odr, a.odr, "other flags pass through unchanged");
+        assert_eq!(s[0].buses[0].label(), "spi-txn");
+        assert_eq!(s[0].odrs, a.odrs, "other settings pass through unchanged");
     }
 
     #[test]

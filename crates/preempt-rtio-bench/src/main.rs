@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use preempt_rtio_bench::{Args, control};
+use preempt_rtio_bench::{Args, Config, control};
 
 #[derive(Parser)]
 #[command(name = "rtio-bench", about = preempt_rtio_bench::cli::ABOUT)]
@@ -30,6 +30,14 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // Every flag is validated before anything runs; the message names the flag.
+    let cfg = match Config::from_args(&cli.args) {
+        Ok(c) => c,
+        Err(m) => {
+            eprintln!("rtio-bench: {m}");
+            return ExitCode::from(2);
+        }
+    };
     let stop = match control::install_stop_flag() {
         Ok(s) => s,
         Err(e) => {
@@ -46,18 +54,15 @@ fn main() -> ExitCode {
     };
     // The --json file is written by the library; nothing else to do per cell here.
     let mut on_cell = |_: &preempt_rtio_bench::report::Document| {};
-    let outcome = preempt_rtio_bench::run_with(
-        &cli.args,
-        argv,
-        &control::RunControl::new(&stop, &mut on_cell),
-    );
+    let outcome =
+        preempt_rtio_bench::run_with(&cfg, argv, &control::RunControl::new(&stop, &mut on_cell));
     drop(notice);
     match outcome {
         Ok(doc) if doc.interrupted => ExitCode::from(130),
         Ok(_doc) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rtio-bench: {e}");
-            ExitCode::from(e.exit_code())
+            ExitCode::FAILURE
         }
     }
 }

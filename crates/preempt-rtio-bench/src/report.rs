@@ -1,18 +1,33 @@
 //! The printed table and the JSON document (units in field names). `schema_version` 2 added
 //! the bus, io-wq workers and bus transfers per sample; 3 adds `complete` and `interrupted`
-//! (the file is rewritten after every cell, and Ctrl-C keeps the cells that finished).
+//! (the file is rewritten after every cell, and Ctrl-C keeps the cells that finished); 4
+//! writes a sweep's trials as objects (`{work_us, missed_events}`), the form `preempt
+//! rtio-bench` stores.
+//!
+//! The result types deserialize too: the `preempt` CLI stores them as they are in its own
+//! result files (`kind: "rtio_bench"`) rather than a copy of them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cell::CellResult;
 
 /// Schema version of the JSON output.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
+
+/// One `--work-us` trial of a sweep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trial {
+    /// Per-sample compute load tried.
+    pub work_us: u32,
+    /// Events missed with it.
+    pub missed_events: u64,
+}
 
 /// One sweep's outcome for one design.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BreakPoint {
-    /// "thread", "pipelined", "rtio" or "rtio-serial".
+    /// The design's label ([`Design::label`](crate::cell::Design::label)): "thread",
+    /// "pipelined", "rtio", "rtio-serial" or "rtio-coalesced".
     pub design: String,
     /// "spi", "spi-txn" or "memfd".
     pub bus: String,
@@ -24,9 +39,9 @@ pub struct BreakPoint {
     pub max_sustained_work_us: Option<u32>,
     /// Smallest --work-us that missed events.
     pub first_missing_work_us: Option<u32>,
-    /// Every trial (work_us, missed events); a workload that missed is run a second time and
-    /// counts as missing only if the retry misses too.
-    pub trials: Vec<(u32, u64)>,
+    /// Every trial in order; a workload that missed is run a second time and counts as
+    /// missing only if the retry misses too.
+    pub trials: Vec<Trial>,
 }
 
 /// Machine and run description.

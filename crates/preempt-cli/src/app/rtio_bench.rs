@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{Context, Result};
-use preempt_rtio_bench::cli::Config;
+use preempt_rtio_bench::Config;
 use preempt_rtio_bench::control::{RunControl, StopNotice};
 use preempt_rtio_bench::report::Document;
 
@@ -34,7 +34,7 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
         .map(|w| w.to_record_in("rtio_bench"))
         .collect();
     let mut result = RtioBenchResult {
-        settings: settings(&args.bench, &cfg),
+        settings: settings(&cfg),
         ..RtioBenchResult::default()
     };
     let file = |r: &RtioBenchResult, complete: bool, interrupted: bool| {
@@ -50,7 +50,7 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
     };
     let stop = measure::install_stop_flag()?;
     let notice = StopNotice::spawn(&stop, "preempt").context("cannot start the Ctrl-C notice")?;
-    let groups = groups(&args.bench);
+    let groups = groups(&cfg);
     let mut interrupted = false;
     for g in &groups {
         if stop.load(Relaxed) {

@@ -1,13 +1,13 @@
 //! `kind: "rtio_bench"`: the results of `preempt rtio-bench` (the Zephyr RTIO talk's table,
 //! thread-based vs RTIO-based IMU reading, measured by `preempt-rtio-bench`).
 //!
-//! The benchmark crate writes its own document (`preempt_rtio_bench::report::Document`,
-//! serialize-only, its own `schema_version`). This module is the adapter into preempt's one
-//! results schema: the same numbers, field for field, as deserializable types inside a
-//! [`ResultFile`](super::ResultFile), so `preempt report`, `preempt compare` and the history
-//! read them like any other run. A cell is the benchmark's own `CellResult` (it deserializes);
-//! the other conversions destructure the benchmark's structs without `..`, so a field added
-//! there fails to compile here instead of being dropped silently.
+//! The benchmark crate writes its own document (`preempt_rtio_bench::report::Document`, its
+//! own `schema_version`). This module puts its results into preempt's one results schema,
+//! inside a [`ResultFile`](super::ResultFile), so `preempt report`, `preempt compare` and the
+//! history read them like any other run: a cell is the benchmark's own `CellResult` and a
+//! sweep's break point its own `BreakPoint` (both deserialize), stored as they are, with
+//! the run's settings and the benchmark's notes around them. The designs are the
+//! benchmark's (`thread`, `pipelined`, `rtio`, `rtio-serial`, `rtio-coalesced`).
 //!
 //! ```
 //! use preempt_cli::results::rtio::{RtioBenchResult, RtioCell};
@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use preempt_rtio_bench::report::{BreakPoint, Document};
+use preempt_rtio_bench::report::Document;
 
 /// The settings a run used (after the benchmark's own validation).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,35 +52,9 @@ pub struct RtioSettings {
 /// The benchmark's own cell type, serialized and read back as is (one type, one place).
 pub use preempt_rtio_bench::cell::CellResult as RtioCell;
 
-/// One `--work-us` trial of a sweep.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RtioTrial {
-    /// Per-sample compute load tried.
-    pub work_us: u32,
-    /// Events missed with it.
-    pub missed_events: u64,
-}
-
-/// One design's break point under `--sweep`. Field for field
-/// `preempt_rtio_bench::report::BreakPoint`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RtioBreakPoint {
-    /// `thread` or `rtio`.
-    pub design: String,
-    /// `spi`, `spi-txn` or `memfd`.
-    pub bus: String,
-    /// IMU output data rate of the sweep.
-    pub odr_hz: u32,
-    /// Extra streams of the sweep.
-    pub extra_streams: String,
-    /// Largest `--work-us` with no missed event (`null`: even 0 missed).
-    pub max_sustained_work_us: Option<u32>,
-    /// Smallest `--work-us` that missed events (`null`: none up to the sweep's limit).
-    pub first_missing_work_us: Option<u32>,
-    /// Every trial in order; a workload that missed is run again and counts as missing only
-    /// if the retry misses too.
-    pub trials: Vec<RtioTrial>,
-}
+/// One design's break point under `--sweep`, and one `--work-us` trial of it: the
+/// benchmark's own types.
+pub use preempt_rtio_bench::report::{BreakPoint as RtioBreakPoint, Trial as RtioTrial};
 
 /// `preempt rtio-bench` results.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -137,7 +111,7 @@ impl RtioBenchResult {
         self.bench_schema_version = *schema_version;
         self.io_uring_disabled = sysinfo.io_uring_disabled;
         self.cells.extend(cells.iter().cloned());
-        self.sweep.extend(sweep.iter().map(RtioBreakPoint::from));
+        self.sweep.extend(sweep.iter().cloned());
         for n in notes {
             // The load average changes between calls: keep the latest only.
             if n.starts_with("load average") {
@@ -167,19 +141,27 @@ impl RtioBenchResult {
                 .collect::<Vec<_>>()
                 .join(", ");
         }
-        let missed = |d: &str| {
-            self.cells
-                .iter()
-                .filter(|c| c.design == d)
-                .map(RtioCell::missed_total)
-                .sum::<u64>()
-        };
-        format!(
-            "{} cells, missed events thread {} / rtio {}",
-            self.cells.len(),
-            missed("thread"),
-            missed("rtio")
-        )
+        // Every design the run had, in run order.
+        let mut designs: Vec<&str> = Vec::new();
+        for c in &self.cells {
+            if !designs.contains(&c.design.as_str()) {
+                designs.push(&c.design);
+            }
+        }
+        let missed = designs
+            .iter()
+            .map(|d| {
+                let n: u64 = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.design == *d)
+                    .map(RtioCell::missed_total)
+                    .sum();
+                format!("{d} {n}")
+            })
+            .collect::<Vec<_>>()
+            .join(" / ");
+        format!("{} cells, missed events {missed}", self.cells.len())
     }
 }
 
@@ -265,39 +247,10 @@ impl RtioBenchResult {
     }
 }
 
-impl From<&BreakPoint> for RtioBreakPoint {
-    fn from(b: &BreakPoint) -> RtioBreakPoint {
-        let BreakPoint {
-            design,
-            bus,
-            odr_hz,
-            extra_streams,
-            max_sustained_work_us,
-            first_missing_work_us,
-            trials,
-        } = b.clone();
-        RtioBreakPoint {
-            design,
-            bus,
-            odr_hz,
-            extra_streams,
-            max_sustained_work_us,
-            first_missing_work_us,
-            trials: trials
-                .into_iter()
-                .map(|(work_us, missed_events)| RtioTrial {
-                    work_us,
-                    missed_events,
-                })
-                .collect(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use preempt_rtio_bench::report::SysInfo as BenchSysInfo;
+    use preempt_rtio_bench::report::{BreakPoint, SysInfo as BenchSysInfo, Trial};
 
     fn bench_cell(design: &str, missed: u64) -> RtioCell {
         RtioCell {
@@ -332,7 +285,12 @@ mod tests {
                 extra_streams: "2@400Hz".into(),
                 max_sustained_work_us: Some(127),
                 first_missing_work_us: Some(128),
-                trials: vec![(0, 0), (128, 5), (128, 3)],
+                trials: [(0, 0), (128, 5), (128, 3)]
+                    .map(|(work_us, missed_events)| Trial {
+                        work_us,
+                        missed_events,
+                    })
+                    .to_vec(),
             }],
             notes: vec!["latency = stored -> processed".into(), load.into()],
         }
@@ -380,12 +338,20 @@ mod tests {
     }
 
     #[test]
-    fn headline_names_missed_events_or_break_points() {
+    fn headline_names_missed_events_of_every_design_or_break_points() {
         let mut r = RtioBenchResult {
-            cells: vec![bench_cell("thread", 312), bench_cell("rtio", 0)],
+            cells: vec![
+                bench_cell("thread", 312),
+                bench_cell("pipelined", 40),
+                bench_cell("rtio", 0),
+                bench_cell("rtio-coalesced", 2),
+            ],
             ..RtioBenchResult::default()
         };
-        assert_eq!(r.headline(), "2 cells, missed events thread 312 / rtio 0");
+        assert_eq!(
+            r.headline(),
+            "4 cells, missed events thread 312 / pipelined 40 / rtio 0 / rtio-coalesced 2"
+        );
         r.absorb(&doc(vec![], "load average: 0"));
         assert_eq!(r.headline(), "spi rtio sustains 127 us");
     }
