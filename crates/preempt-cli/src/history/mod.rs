@@ -22,8 +22,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::results::{ResultFile, RunResult, Status};
-use crate::stats::summary::us;
+use crate::results::ResultFile;
 
 /// Where the history lives, shared by every subcommand that records runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,74 +59,7 @@ pub fn headline(f: &ResultFile) -> String {
         crate::results::RunStatus::Complete => String::new(),
         s => format!("[{}] ", s.tag()),
     };
-    format!("{mark}{}", result_headline(f))
-}
-
-/// The headline of the measured figures alone.
-fn result_headline(f: &ResultFile) -> String {
-    match &f.result {
-        RunResult::Check(c) => {
-            let n = |s| c.items.iter().filter(|i| i.status == s).count();
-            format!(
-                "{} pass, {} warn, {} fail",
-                n(Status::Pass),
-                n(Status::Warn),
-                n(Status::Fail)
-            )
-        }
-        RunResult::Latency(l) => format!(
-            "{} {} thread(s): p99 {} us, max {} us, {}",
-            l.settings.policy.label(),
-            l.threads.len(),
-            us(l.latency_all.p99_ns),
-            us(l.latency_all.max_ns),
-            if l.ledger.is_clean() {
-                "clean"
-            } else {
-                "contaminated"
-            }
-        ),
-        RunResult::Matrix(m) => {
-            let worst = m
-                .cells
-                .iter()
-                .filter_map(|c| c.latency.map(|l| l.max_ns))
-                .max();
-            format!(
-                "{} cells, worst max {} us",
-                m.cells.len(),
-                worst.map(us).unwrap_or_else(|| "-".into())
-            )
-        }
-        RunResult::Wakeup(w) => {
-            let worst = w
-                .cases
-                .iter()
-                .filter_map(|c| c.latency.as_ref().map(|d| d.summary.p99_ns))
-                .max();
-            format!(
-                "{} cases, worst p99 {} us",
-                w.cases.len(),
-                worst.map(us).unwrap_or_else(|| "-".into())
-            )
-        }
-        RunResult::RtioBench(r) => r.headline(),
-        RunResult::DemoGimbal(d) => crate::results::gimbal::headline(d),
-        RunResult::DemoUav(d) => crate::results::uav::headline(d),
-        RunResult::Micro(m) => {
-            let ran = m.benches.iter().filter(|b| b.cycles.is_some()).count();
-            let cs = m
-                .benches
-                .iter()
-                .find(|b| b.id == "context_switch")
-                .and_then(|b| b.ns.as_ref());
-            format!(
-                "{ran} benchmarks{}",
-                cs.map(|d| format!(", context switch p50 {} ns", d.summary.p50_ns))
-                    .unwrap_or_default()
-            )
-        }
-    }
+    format!("{mark}{}", f.result.headline())
 }
 
 /// One row of the listing.
@@ -373,7 +305,7 @@ pub fn utc(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{CheckReport, SysInfo};
+    use crate::results::{CheckReport, RunResult, SysInfo};
 
     #[test]
     fn utc_dates() {

@@ -78,3 +78,42 @@ pub struct IdleWakeup {
     /// What `/dev/cpu_dma_latency` read before the probe: 2000000000 when no process holds it.
     pub dma_latency_found_us: i32,
 }
+
+impl CheckReport {
+    /// A one-line headline (history listings): the items per status.
+    pub fn headline(&self) -> String {
+        let n = |s| self.items.iter().filter(|i| i.status == s).count();
+        format!(
+            "{} pass, {} warn, {} fail",
+            n(Status::Pass),
+            n(Status::Warn),
+            n(Status::Fail)
+        )
+    }
+
+    /// The result as one CSV table (header, rows): one row per check item.
+    pub fn csv_table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let header = ["id", "title", "status", "value", "fix"]
+            .map(String::from)
+            .to_vec();
+        let rows = self
+            .items
+            .iter()
+            .map(|i| {
+                // The status as its JSON name (`pass`, `warn`, `fail`, ...).
+                let status = serde_json::to_value(i.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default();
+                vec![
+                    i.id.clone(),
+                    i.title.clone(),
+                    status,
+                    i.value.clone(),
+                    i.fix.clone(),
+                ]
+            })
+            .collect();
+        (header, rows)
+    }
+}

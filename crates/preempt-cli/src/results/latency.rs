@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::Distribution;
+use super::columns::{opt, prefixed, summary_fields};
 use crate::stats::summary::Summary;
+use crate::stats::summary::us;
 
 /// A scheduling policy as recorded in a result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,5 +248,72 @@ impl ExplainedSample {
             covered: e.covered,
             throttled: e.throttled,
         }
+    }
+}
+
+impl LatencyResult {
+    /// A one-line headline (history listings): policy, threads, p99 and max, the ledger's
+    /// verdict.
+    pub fn headline(&self) -> String {
+        format!(
+            "{} {} thread(s): p99 {} us, max {} us, {}",
+            self.settings.policy.label(),
+            self.threads.len(),
+            us(self.latency_all.p99_ns),
+            us(self.latency_all.max_ns),
+            if self.ledger.is_clean() {
+                "clean"
+            } else {
+                "contaminated"
+            }
+        )
+    }
+
+    /// The result as one CSV table (header, rows): one row per measuring thread, its
+    /// latency, response and compute summaries, units in the column names.
+    pub fn csv_table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut header: Vec<String> = [
+            "thread",
+            "cpu",
+            "policy",
+            "interval_ns",
+            "work_ns",
+            "releases",
+            "missed_periods",
+            "deadline_misses",
+            "minor_faults",
+            "involuntary_switches",
+        ]
+        .map(String::from)
+        .to_vec();
+        header.extend(prefixed("latency_"));
+        header.extend(prefixed("response_"));
+        header.extend(prefixed("compute_"));
+        header.push("verdict".into());
+        let rows = self
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut row = vec![
+                    i.to_string(),
+                    opt(t.cpu),
+                    self.settings.policy.label(),
+                    self.settings.interval_ns.to_string(),
+                    self.settings.work_ns.to_string(),
+                    t.releases.to_string(),
+                    t.missed_periods.to_string(),
+                    t.deadline_misses.to_string(),
+                    t.minor_faults.to_string(),
+                    t.involuntary_switches.to_string(),
+                ];
+                row.extend(summary_fields(Some(&t.latency.summary)));
+                row.extend(summary_fields(t.response.as_ref().map(|d| &d.summary)));
+                row.extend(summary_fields(t.compute.as_ref().map(|d| &d.summary)));
+                row.push(self.ledger.verdict.clone());
+                row
+            })
+            .collect();
+        (header, rows)
     }
 }

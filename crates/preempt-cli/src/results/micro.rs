@@ -209,3 +209,85 @@ pub fn micro_of(file: &ResultFile) -> Result<&MicroResult> {
         other => anyhow::bail!("expected a micro result, found kind '{}'", other.kind()),
     }
 }
+
+impl MicroResult {
+    /// A one-line headline (history listings): benchmarks that ran, the context switch's p50.
+    pub fn headline(&self) -> String {
+        let ran = self.benches.iter().filter(|b| b.cycles.is_some()).count();
+        let cs = self
+            .benches
+            .iter()
+            .find(|b| b.id == "context_switch")
+            .and_then(|b| b.ns.as_ref());
+        format!(
+            "{ran} benchmarks{}",
+            cs.map(|d| format!(", context switch p50 {} ns", d.summary.p50_ns))
+                .unwrap_or_default()
+        )
+    }
+
+    /// The result as one CSV table (header, rows): one row per benchmark, units in the
+    /// column names.
+    pub fn csv_table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let m = self;
+        let header: Vec<String> = [
+            "set",
+            "id",
+            "title",
+            "samples",
+            "min_ns",
+            "p50_ns",
+            "p99_ns",
+            "max_ns",
+            "mean_ns",
+            "min_cycles",
+            "p50_cycles",
+            "p99_cycles",
+            "max_cycles",
+            "mean_cycles",
+            "overhead_p50_cycles",
+            "overhead_subtracted_cycles",
+            "counter",
+            "counter_hz",
+            "perf_event",
+            "perf_per_op",
+            "skipped",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut rows = Vec::new();
+        for b in &m.benches {
+            let ns = b.ns.as_ref().map(|d| d.summary);
+            let c = b.cycles;
+            let f = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+            rows.push(vec![
+                b.set.clone(),
+                b.id.clone(),
+                b.title.clone(),
+                f(c.map(|c| c.count)),
+                f(ns.map(|s| s.min_ns)),
+                f(ns.map(|s| s.p50_ns)),
+                f(ns.map(|s| s.p99_ns)),
+                f(ns.map(|s| s.max_ns)),
+                ns.map(|s| format!("{:.1}", s.mean_ns)).unwrap_or_default(),
+                f(c.map(|c| c.min_cycles)),
+                f(c.map(|c| c.p50_cycles)),
+                f(c.map(|c| c.p99_cycles)),
+                f(c.map(|c| c.max_cycles)),
+                c.map(|c| format!("{:.1}", c.mean_cycles))
+                    .unwrap_or_default(),
+                m.overhead.cycles.p50_cycles.to_string(),
+                b.overhead_subtracted_cycles.to_string(),
+                format!("{:?}", m.clock.counter).to_lowercase(),
+                format!("{:.0}", m.clock.counter_hz),
+                b.perf.as_ref().map(|p| p.event.clone()).unwrap_or_default(),
+                b.perf
+                    .as_ref()
+                    .map(|p| format!("{:.1}", p.per_op))
+                    .unwrap_or_default(),
+                b.skipped.clone().unwrap_or_default(),
+            ]);
+        }
+        (header, rows)
+    }
+}

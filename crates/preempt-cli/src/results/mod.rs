@@ -26,6 +26,7 @@
 //! ```
 
 pub mod check;
+mod columns;
 pub mod cyclictest;
 pub mod gimbal;
 pub mod input;
@@ -198,6 +199,38 @@ pub enum RunResult {
 }
 
 impl RunResult {
+    /// A one-line headline of the measured figures (history listings, logs): the kind's own.
+    pub fn headline(&self) -> String {
+        match self {
+            Self::Check(c) => c.headline(),
+            Self::Latency(l) => l.headline(),
+            Self::Matrix(m) => m.headline(),
+            Self::Wakeup(w) => w.headline(),
+            Self::RtioBench(r) => r.headline(),
+            Self::Micro(m) => m.headline(),
+            Self::DemoGimbal(d) => gimbal::headline(d),
+            Self::DemoUav(d) => uav::headline(d),
+        }
+    }
+
+    /// The result as one CSV table (header, rows), units in the column names: the kind's
+    /// own (`export::csv` writes it).
+    pub fn csv_table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let owned = |(header, rows): (Vec<&'static str>, Vec<Vec<String>>)| {
+            (header.into_iter().map(String::from).collect(), rows)
+        };
+        match self {
+            Self::Check(c) => c.csv_table(),
+            Self::Latency(l) => l.csv_table(),
+            Self::Matrix(m) => m.csv_table(),
+            Self::Wakeup(w) => w.csv_table(),
+            Self::RtioBench(r) => owned(r.csv_table()),
+            Self::Micro(m) => m.csv_table(),
+            Self::DemoGimbal(d) => gimbal::csv_table(d),
+            Self::DemoUav(d) => uav::csv_table(d),
+        }
+    }
+
     /// The `kind` tag.
     pub fn kind(&self) -> &'static str {
         match self {
