@@ -117,10 +117,19 @@ mod real {
 
     /// One `futex(2)` call. Returns the non-negative result or the `errno` error.
     ///
+    /// The call goes to the kernel directly ([`raw_futex`]), not through libc's variadic
+    /// `syscall()`: the futex calls are the framework's own real-time path (the doorbell's
+    /// wake and park, the PCP slow path), and a program that links preempt's real-time
+    /// safety interposers (`preempt_io::sys::interpose`) would otherwise pay their check on
+    /// every one, with the checks off too (about 50 instructions per call, measured by
+    /// `scripts/icount.sh`). What the interposer learnt from preempt's own `FUTEX_LOCK_PI`
+    /// (why a job's voluntary context switch happened) comes from [`pi_lock_calls`].
+    ///
     /// # Safety
     ///
     /// `timeout` is null or points to a valid `timespec` for the duration of the call, and
     /// `op` is one whose remaining arguments (`uaddr2`, `val3`) are unused or valid as given.
+    #[inline]
     unsafe fn futex(
         word: &AtomicU32,
         op: libc::c_int,
@@ -132,21 +141,111 @@ mod real {
         // (the kernel only accesses it during the call); `timeout` is valid or null by this
         // function's contract; `uaddr2` is null and unused by every op used in this module.
         let rc = unsafe {
-            libc::syscall(
-                libc::SYS_futex,
+            raw_futex(
                 word.as_ptr(),
                 op | FUTEX_PRIVATE_FLAG,
                 val,
                 timeout,
-                std::ptr::null::<u32>(),
+                std::ptr::null(),
                 val3,
             )
         };
         if rc < 0 {
-            Err(io::Error::last_os_error())
+            // The kernel returns -errno; `rc` is in -4095..=-1.
+            Err(io::Error::from_raw_os_error(-rc as i32))
         } else {
             Ok(rc)
         }
+    }
+
+    /// `futex(2)` straight to the kernel: the `syscall` instruction on x86-64, `svc #0` on
+    /// arm64, libc's `syscall()` elsewhere. Returns the kernel's value: -errno on failure.
+    ///
+    /// # Safety
+    ///
+    /// The kernel's contract for `futex(2)` with these arguments.
+    #[inline]
+    unsafe fn raw_futex(
+        uaddr: *mut u32,
+        op: libc::c_int,
+        val: u32,
+        timeout: *const libc::timespec,
+        uaddr2: *const u32,
+        val3: u32,
+    ) -> libc::c_long {
+        let rc: libc::c_long;
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        // SAFETY: the x86-64 Linux system call convention (arch/x86/entry/entry_64.S):
+        // number in rax, arguments in rdi, rsi, rdx, r10, r8, r9, result in rax; the
+        // instruction overwrites rcx and r11 and nothing else, and the kernel restores the
+        // flags from r11. No stack is used. Memory is not declared untouched: the kernel
+        // reads and writes the futex word and reads the timeout.
+        unsafe {
+            std::arch::asm!(
+                "syscall",
+                inlateout("rax") libc::SYS_futex => rc,
+                in("rdi") uaddr,
+                in("rsi") op as libc::c_long,
+                in("rdx") val as libc::c_long,
+                in("r10") timeout,
+                in("r8") uaddr2,
+                in("r9") val3 as libc::c_long,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack, preserves_flags),
+            );
+        }
+        #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+        // SAFETY: the arm64 Linux system call convention (arch/arm64/kernel/entry.S): number
+        // in x8, arguments in x0..x5, result in x0; every other register is preserved. No
+        // stack is used. Memory is not declared untouched: the kernel reads and writes the
+        // futex word and reads the timeout.
+        unsafe {
+            std::arch::asm!(
+                "svc #0",
+                in("x8") libc::SYS_futex,
+                inlateout("x0") uaddr as libc::c_long => rc,
+                in("x1") op as libc::c_long,
+                in("x2") val as libc::c_long,
+                in("x3") timeout,
+                in("x4") uaddr2,
+                in("x5") val3 as libc::c_long,
+                options(nostack),
+            );
+        }
+        #[cfg(not(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        )))]
+        {
+            // SAFETY: the caller's contract is the kernel's for these arguments.
+            let r =
+                unsafe { libc::syscall(libc::SYS_futex, uaddr, op, val, timeout, uaddr2, val3) };
+            rc = if r < 0 {
+                -libc::c_long::from(
+                    io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EINVAL),
+                )
+            } else {
+                r
+            };
+        }
+        rc
+    }
+
+    thread_local! {
+        /// `FUTEX_LOCK_PI`/`FUTEX_LOCK_PI2` calls made by this thread (wrapping).
+        static PI_LOCK_CALLS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// How many times this thread entered the kernel to take a PI futex ([`lock_pi`]),
+    /// wrapping. Each may have slept: a real-time safety check that sees a voluntary
+    /// context switch in a job subtracts the calls made meanwhile (the PCP slow path is the
+    /// framework's own, bounded wait, not a finding).
+    #[inline]
+    pub fn pi_lock_calls() -> u32 {
+        PI_LOCK_CALLS.with(Cell::get)
     }
 
     /// Sleeps while `*word == expected`, until a [`wake`], a signal or the absolute
@@ -197,6 +296,7 @@ mod real {
     /// `Err` of kind [`io::ErrorKind::TimedOut`]; `EDEADLK` (we own it already) and
     /// `ESRCH` (the owner tid does not exist) are returned as errors.
     pub fn lock_pi(word: &AtomicU32, deadline_ns: Option<u64>) -> io::Result<()> {
+        PI_LOCK_CALLS.with(|c| c.set(c.get().wrapping_add(1)));
         loop {
             let r = if NO_LOCK_PI2.load(Ordering::Relaxed) {
                 lock_pi_realtime(word, deadline_ns)
@@ -376,6 +476,7 @@ mod model {
     /// Model of `FUTEX_LOCK_PI2`: acquire if free, else set `WAITERS` and sleep until
     /// [`unlock_pi`] hands the word over. Deadlines are ignored (never times out).
     pub fn lock_pi(word: &AtomicU32, _deadline_ns: Option<u64>) -> io::Result<()> {
+        PI_LOCK_CALLS.with(|c| c.set(c.get().wrapping_add(1)));
         let me = current_tid();
         loop {
             let queue = QUEUE.lock().unwrap();
@@ -460,6 +561,15 @@ mod model {
     }
 
     static NEXT_TID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+
+    loom::thread_local! {
+        static PI_LOCK_CALLS: std::cell::Cell<u32> = std::cell::Cell::new(0);
+    }
+
+    /// The model's count of [`lock_pi`] calls by this thread (as the real one).
+    pub fn pi_lock_calls() -> u32 {
+        PI_LOCK_CALLS.with(std::cell::Cell::get)
+    }
 
     loom::thread_local! {
         static TID: u32 = {

@@ -264,13 +264,17 @@ impl Doorbell {
 
     #[cold]
     fn wake_sleeper(&self) {
-        // A framework path inside a job (a spawn to a sleeping level): not a finding.
-        let _framework = preempt_io::sys::interpose::suppress();
         // SAFETY: `eventfd` is written once before the executor thread starts and only read
         // afterwards.
         let eventfd = unsafe { &*self.eventfd.get() };
         let result = match eventfd {
-            Some(fd) => fd.write(1),
+            Some(fd) => {
+                // A framework path inside a job (a spawn to a sleeping level): the eventfd
+                // write goes through libc's interposed `write`, and is not a finding.
+                let _framework = preempt_io::sys::interpose::suppress();
+                fd.write(1)
+            }
+            // preempt-sync's futex calls reach the kernel without libc: no interposer.
             None => futex::wake(&self.state, 1).map(drop),
         };
         if let Err(err) = result {

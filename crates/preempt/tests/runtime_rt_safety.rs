@@ -126,9 +126,13 @@ mod touches_a_fresh_page {
 
 #[preempt::app(main = false)]
 mod clean {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::time::Instant;
 
-    static ROUNDS: AtomicU32 = AtomicU32::new(0);
+    /// `high` has begun its job (it sets this before it locks).
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    /// Jobs of `high` whose lock slept in the kernel (the PCP slow path).
+    static CONTENDED: AtomicU32 = AtomicU32::new(0);
 
     #[shared]
     struct Shared {
@@ -137,15 +141,27 @@ mod clean {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local) {
+        // Every thread of the app on one CPU (the executors inherit this thread's mask):
+        // `high` preempts `low` inside its critical section, and its `FUTEX_LOCK_PI` sleeps.
+        // (With the owner running on another CPU, the kernel's rt_mutex spins instead of
+        // sleeping, and no context switch happens.)
+        preempt_io::sys::sched::set_current_thread_affinity(&[0]).unwrap();
         low::spawn(0).unwrap();
         (Shared { total: 0 }, Local {})
     }
 
     #[task(priority = 1, shared = [total])]
     fn low(mut cx: low::Context, round: u32) {
-        // Holds the resource while the higher level wants it: the PCP slow path.
+        // Holds the resource until the higher level has started its job and wants it: the
+        // PCP slow path, a `FUTEX_LOCK_PI` that sleeps, a voluntary context switch of
+        // `high`'s job that the check must explain, not report.
         cx.shared.total.lock(|t| {
+            STARTED.store(false, Ordering::Relaxed);
             high::spawn(round).unwrap();
+            let since = Instant::now();
+            while !STARTED.load(Ordering::Acquire) && since.elapsed().as_millis() < 20 {
+                std::hint::spin_loop();
+            }
             for _ in 0..10_000 {
                 *t = std::hint::black_box(*t + 1);
             }
@@ -153,14 +169,20 @@ mod clean {
         if round < 200 {
             low::spawn_after(Duration::from_micros(100), round + 1).unwrap();
         } else {
-            ROUNDS.store(round, Ordering::Release);
+            let contended = CONTENDED.load(Ordering::Acquire);
+            preempt::rt_safety::allow(|| println!("contended {contended}"));
             preempt::exit(0);
         }
     }
 
     #[task(priority = 3, shared = [total], capacity = 4)]
     fn high(mut cx: high::Context, round: u32) {
+        let before = preempt_sync::futex::pi_lock_calls();
+        STARTED.store(true, Ordering::Release);
         cx.shared.total.lock(|t| *t += u64::from(round));
+        if preempt_sync::futex::pi_lock_calls() != before {
+            CONTENDED.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -345,6 +367,15 @@ fn page_faults_in_a_task_are_counted_for_the_task_and_its_job() {
 fn pcp_locks_cross_level_and_timed_spawns_are_not_findings() {
     let clean = run("clean", "abort", &[]);
     assert_eq!(clean.code, Some(0), "{}", clean.stderr);
+    // The PCP slow path really slept in `high`'s jobs: its context switches were seen by
+    // getrusage and explained by the job's `FUTEX_LOCK_PI` calls.
+    let contended: u32 = clean
+        .stdout
+        .lines()
+        .find_map(|l| l.split("contended ").nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `contended` line\n{}", clean.stdout));
+    assert!(contended > 0, "no job of `high` took the PCP slow path");
     assert_eq!(
         clean.stats["rt_safety"],
         serde_json::json!([]),

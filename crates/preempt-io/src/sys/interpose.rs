@@ -29,9 +29,11 @@
 //! | `fork`, `posix_spawn`, `posix_spawnp` (`std::process::Command`)  | [`Blocking::Fork`] |
 //! | `mmap`, `mmap64`, `munmap`                                      | [`Blocking::Mmap`] |
 //!
-//! `syscall(SYS_futex, FUTEX_LOCK_PI*)` is preempt's own PCP and critical-section slow path
-//! (std never uses priority-inheritance futexes): counted by [`disarm`] (so that the
-//! voluntary context switch it may cause is explained) but never reported. Likewise
+//! `syscall(SYS_futex, FUTEX_LOCK_PI*)` is a priority-inheritance lock (std never uses
+//! priority-inheritance futexes): counted by [`disarm`] (so that the voluntary context switch
+//! it may cause is explained) but never reported. preempt's own futex calls (preempt-sync:
+//! the PCP slow path, the executors' doorbells) do not come here at all: they enter the
+//! kernel without libc, so the framework's real-time path pays no interposer. Likewise
 //! `syscall(SYS_io_uring_enter)`, and everything RTIO's `submit`/`submit_coalesced` do to
 //! wait for their completions (they run [`suppress`]ed): RTIO is the real-time I/O path.
 //!
