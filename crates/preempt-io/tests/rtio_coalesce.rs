@@ -1,11 +1,13 @@
-//! Issue 16, item 3: cross-device coalescing. Unlinked reads on two devices (two eventfds,
-//! written 1 ms apart by another thread) are reaped with ONE wait — one voluntary context
+//! Cross-device coalescing. Unlinked reads on two devices (two eventfds, written by another
+//! thread while the consumer sleeps) are reaped with ONE wait — one voluntary context
 //! switch of the consumer, counted with `getrusage(RUSAGE_THREAD)` — by
 //! `Rtio::submit_coalesced`, where waiting per device costs one switch per device. A
 //! timeout bounds the wait when a device stays silent. io_uring only (the epoll backend cannot
 //! wait for several descriptors); without io_uring the test skips with a message, and fails
 //! when `PREEMPT_REQUIRE_PRIVILEGED=1`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use preempt_io::rtio::{BackendChoice, BackendKind, BufferId, IodevId, Rtio, RtioConfig, Sqe};
@@ -77,20 +79,59 @@ fn arm(s: &mut Setup) {
     assert_eq!(s.rtio.cq_len(), 0, "nothing was written yet");
 }
 
-/// Writes device 0 at +2 ms and device 1 at +3 ms (absolute deadlines), from another thread.
-fn fire(s: &Setup) -> std::thread::JoinHandle<()> {
+/// How the writer paces the two devices.
+#[derive(Clone, Copy, PartialEq)]
+enum Pace {
+    /// Device 0 once the reader sleeps, device 1 1 ms later.
+    Spread,
+    /// Device 0 once the reader sleeps; device 1 once the reader has taken device 0's
+    /// completion (`reaped`) and sleeps again: a per-device waiter must wake twice.
+    AfterReap,
+}
+
+/// Writes the two devices from another thread, paced by `pace`. "The reader sleeps" is read
+/// from the kernel (`/proc/self/task/<tid>/stat` state `S`), not assumed from a delay: on a
+/// loaded machine a reader can be late by more than any fixed delay, and then one wait
+/// would reap both devices in the per-device design (or none would be needed in the
+/// coalesced one), which says nothing about either design.
+fn fire(pace: Pace, reaped: &Arc<AtomicUsize>, s: &Setup) -> std::thread::JoinHandle<()> {
     let w = [
         s.writers[0].try_clone().unwrap(),
         s.writers[1].try_clone().unwrap(),
     ];
-    let t0 = clock::monotonic_now_ns();
+    let reader = preempt_io::sys::sched::current_tid();
+    let reaped = Arc::clone(reaped);
     std::thread::spawn(move || {
-        for (k, w) in w.iter().enumerate() {
-            clock::sleep_until_ns(ClockId::Monotonic, t0 + 2_000_000 + k as u64 * 1_000_000)
-                .unwrap();
-            w.write(1).unwrap();
+        until(|| sleeping(reader));
+        w[0].write(1).unwrap();
+        match pace {
+            Pace::Spread => {
+                let t = clock::monotonic_now_ns() + 1_000_000;
+                clock::sleep_until_ns(ClockId::Monotonic, t).unwrap();
+            }
+            Pace::AfterReap => until(|| reaped.load(Ordering::Acquire) >= 1 && sleeping(reader)),
         }
+        w[1].write(1).unwrap();
     })
+}
+
+/// Polls `f` every 20 µs until it holds (at most 5 s: then the test goes on and its
+/// assertions say what happened).
+fn until(f: impl Fn() -> bool) {
+    let t0 = clock::monotonic_now_ns();
+    while !f() && clock::monotonic_now_ns() - t0 < 5_000_000_000 {
+        let t = clock::monotonic_now_ns() + 20_000;
+        clock::sleep_until_ns(ClockId::Monotonic, t).unwrap();
+    }
+}
+
+/// Whether thread `tid` of this process is asleep (state `S`).
+fn sleeping(tid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        == Some("S")
 }
 
 fn switches() -> u64 {
@@ -112,19 +153,21 @@ fn take(rtio: &mut Rtio) -> Vec<u64> {
 fn two_devices_completions_are_reaped_with_one_wait() {
     let Some(mut s) = setup() else { return };
     // Warm-up round (first submit enables the ring, registers files).
+    let reaped = Arc::new(AtomicUsize::new(0));
     arm(&mut s);
-    let w = fire(&s);
+    let w = fire(Pace::Spread, &reaped, &s);
     assert!(s.rtio.submit_coalesced(2, 1_000_000_000).unwrap());
     w.join().unwrap();
     assert_eq!(take(&mut s.rtio), [0, 1]);
 
-    // Three rounds each, alternated. A stray wake-up (a signal) can only add switches, and a
-    // host stall longer than the 1 ms spread can only merge the per-device waits: so take the
-    // coalesced design's smallest count and the per-device design's largest.
+    // Three rounds each, alternated. The writer waits until the reader sleeps (see `fire`),
+    // so a late reader cannot merge or skip waits; a stray wake-up (a signal) can only add
+    // switches: so take the coalesced design's smallest count and the per-device design's
+    // largest.
     let (mut coalesced, mut per_device) = (u64::MAX, 0);
     for _ in 0..3 {
         arm(&mut s);
-        let w = fire(&s);
+        let w = fire(Pace::Spread, &reaped, &s);
         let before = switches();
         let reached = s.rtio.submit_coalesced(2, 1_000_000_000).unwrap();
         let after = switches();
@@ -134,12 +177,14 @@ fn two_devices_completions_are_reaped_with_one_wait() {
         coalesced = coalesced.min(after - before);
 
         arm(&mut s);
-        let w = fire(&s);
+        reaped.store(0, Ordering::Release);
+        let w = fire(Pace::AfterReap, &reaped, &s);
         let before = switches();
         let mut got = Vec::new();
         while got.len() < 2 {
             s.rtio.submit(1).unwrap();
             got.extend(take(&mut s.rtio));
+            reaped.store(got.len(), Ordering::Release);
         }
         let after = switches();
         w.join().unwrap();
