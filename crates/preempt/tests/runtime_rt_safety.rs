@@ -125,6 +125,28 @@ mod touches_a_fresh_page {
 }
 
 #[preempt::app(main = false)]
+mod waits_outside_libc {
+    use std::sync::atomic::AtomicU32;
+
+    static WORD: AtomicU32 = AtomicU32::new(0);
+
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local) {
+        sample::spawn().unwrap();
+        (Shared {}, Local {})
+    }
+
+    #[task(priority = 2)]
+    fn sample(_: sample::Context) {
+        // A futex wait that no libc interposer sees (preempt-sync enters the kernel with the
+        // `syscall` instruction): only the job's voluntary context switch tells.
+        let deadline = preempt_io::sys::clock::monotonic_now_ns() + 1_000_000;
+        preempt_sync::futex::wait(&WORD, 0, Some(deadline)).unwrap();
+        preempt::exit(0);
+    }
+}
+
+#[preempt::app(main = false)]
 mod clean {
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::time::Instant;
@@ -196,6 +218,7 @@ fn child() {
         ("sleeps", sleeps::run),
         ("touches_a_fresh_page", touches_a_fresh_page::run),
         ("clean", clean::run),
+        ("waits_outside_libc", waits_outside_libc::run),
     ]);
 }
 
@@ -361,6 +384,19 @@ fn page_faults_in_a_task_are_counted_for_the_task_and_its_job() {
     // One fault per page (the first page may share a page that was touched already).
     assert!(f["count"].as_u64().unwrap() >= 60, "{f}");
     assert_eq!(f["first"]["site"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_wait_no_interposer_sees_is_caught_as_a_context_switch_of_its_job() {
+    if preempt_io::sys::cpu::user_mode_emulation().is_some() {
+        // Context switches are not counted under emulation (the emulator's own would be):
+        // `page_faults_in_a_task_are_counted_for_the_task_and_its_job` checks that it says so.
+        return;
+    }
+    caught("waits_outside_libc", "context_switch", None, &[]);
+    let warned = run("waits_outside_libc", "warn", &[]);
+    let f = finding(&warned, "sample", "context_switch");
+    assert_eq!(f["first"]["site"], serde_json::Value::Null, "{f}");
 }
 
 #[test]
