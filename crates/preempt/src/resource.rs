@@ -63,6 +63,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// By default, after a job's first critical section on a resource, one in this many is
@@ -359,22 +360,58 @@ multi_lock!(
 );
 
 /// A resource whose users all run on one executor thread: `lock` is free.
+///
+/// The proxy holds a pointer, not a reference: a reference exists only inside `lock`'s
+/// closure, which cannot `.await`. An async task keeps its context (and so this proxy) across
+/// `.await`, while the other tasks of its priority run and lock the same resource through
+/// their own proxies; a `&mut T` held by the proxy would then alias theirs.
 pub struct Exclusive<'a, T> {
-    value: &'a mut T,
+    value: NonNull<T>,
+    _borrow: PhantomData<&'a mut T>,
 }
+
+// SAFETY: the proxy stands for a `&'a mut T` (and is one when made by `new`), which is `Send`
+// for `T: Send` and `Sync` for `T: Sync`; `from_cell`'s contract keeps every access on the
+// executor thread of the resource's users.
+unsafe impl<T: Send> Send for Exclusive<'_, T> {}
+// SAFETY: as above; `lock` takes `&mut self`, so a shared proxy gives no access at all.
+unsafe impl<T: Sync> Sync for Exclusive<'_, T> {}
 
 impl<'a, T> Exclusive<'a, T> {
     /// Wraps exclusive access.
     #[inline(always)]
     pub fn new(value: &'a mut T) -> Self {
-        Exclusive { value }
+        Exclusive {
+            value: NonNull::from(value),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The proxy of one job for the resource in `cell` (the generated dispatchers use it).
+    ///
+    /// # Safety
+    /// `cell` is initialised, and every proxy or reference to its value is used on one
+    /// thread, one `lock` closure at a time (the users of the resource all run on one
+    /// executor thread, and their jobs do not overlap except at an async task's `.await`,
+    /// where no closure runs).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn from_cell(cell: &'static StaticCell<T>) -> Self {
+        Exclusive {
+            value: cell.as_ptr(),
+            _borrow: PhantomData,
+        }
     }
 
     /// Runs `f` with the value. Every user of this resource runs on this task's executor
     /// thread, one task at a time, so no lock is needed.
     #[inline(always)]
     pub fn lock<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(self.value)
+        // SAFETY: the pointer is valid for `'a` (`new`: a `&'a mut T`; `from_cell`: an
+        // initialised static cell), and no other reference to the value is alive while `f`
+        // runs (`new`: the proxy holds the only one; `from_cell`: its contract, one closure at
+        // a time on one thread).
+        f(unsafe { self.value.as_mut() })
     }
 }
 
@@ -387,26 +424,51 @@ impl<T: 'static> Lock for Exclusive<'_, T> {
 
     #[inline(always)]
     fn lock<R>(&mut self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(self.value)
+        Exclusive::lock(self, f)
     }
 }
 
-/// Read-only [`Exclusive`] access.
+/// Read-only [`Exclusive`] access (a pointer too, for the same reason).
 pub struct ExclusiveRef<'a, T> {
-    value: &'a T,
+    value: NonNull<T>,
+    _borrow: PhantomData<&'a T>,
 }
+
+// SAFETY: the proxy stands for a `&'a T`, which is `Send` and `Sync` for `T: Sync`.
+unsafe impl<T: Sync> Send for ExclusiveRef<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for ExclusiveRef<'_, T> {}
 
 impl<'a, T> ExclusiveRef<'a, T> {
     /// Wraps shared access.
     #[inline(always)]
     pub fn new(value: &'a T) -> Self {
-        ExclusiveRef { value }
+        ExclusiveRef {
+            value: NonNull::from(value),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The read-only proxy of one job for the resource in `cell`.
+    ///
+    /// # Safety
+    /// As for [`Exclusive::from_cell`].
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn from_cell(cell: &'static StaticCell<T>) -> Self {
+        ExclusiveRef {
+            value: cell.as_ptr(),
+            _borrow: PhantomData,
+        }
     }
 
     /// Runs `f` with the value (no lock needed, see [`Exclusive::lock`]).
     #[inline(always)]
     pub fn lock<R>(&mut self, f: impl FnOnce(&T) -> R) -> R {
-        f(self.value)
+        // SAFETY: valid for `'a` (`new`: a `&'a T`; `from_cell`: an initialised static cell),
+        // and no `&mut` to the value is alive while `f` runs (`new`: the borrow; `from_cell`:
+        // its contract, one closure at a time on one thread).
+        f(unsafe { self.value.as_ref() })
     }
 }
 
@@ -415,7 +477,7 @@ impl<T: 'static> Lock for ExclusiveRef<'_, T> {
 
     #[inline(always)]
     fn lock<R>(&mut self, f: impl FnOnce(&T) -> R) -> R {
-        f(self.value)
+        ExclusiveRef::lock(self, f)
     }
 }
 
@@ -591,6 +653,13 @@ impl<T> StaticCell<T> {
     pub unsafe fn get(&'static self) -> &'static T {
         // SAFETY: initialised and not mutably aliased per the contract.
         unsafe { (*self.value.get()).assume_init_ref() }
+    }
+
+    /// A pointer to the value (initialised or not), made without a reference, for proxies
+    /// that make one only while they lock ([`Exclusive::from_cell`]).
+    pub fn as_ptr(&'static self) -> NonNull<T> {
+        // SAFETY: `UnsafeCell::get` is never null; `MaybeUninit<T>` has `T`'s layout.
+        unsafe { NonNull::new_unchecked(self.value.get().cast::<T>()) }
     }
 }
 

@@ -133,7 +133,8 @@ pub(crate) fn shared_plan(
                 quote!(&'a mut #ty),
                 // SAFETY: `run` wrote the cell after `init`, before any executor started;
                 // every user of this `#[lock_free]` resource runs on this level's one
-                // executor thread, one job at a time, so this `&mut` is the only reference.
+                // executor thread, one job at a time, and `check` refuses one that an async
+                // task (whose job spans `.await`) shares: this `&mut` is the only reference.
                 SharedKind::Plain(quote!(unsafe { super::#st.get_mut() })),
             ),
             (Access::Exclusive, true, true) | (Access::ReadOnly, _, _) => (
@@ -149,10 +150,11 @@ pub(crate) fn shared_plan(
                 (
                     quote!(&'a mut #pty),
                     SharedKind::Proxy {
-                        // SAFETY: the cell was written before the executors started, and
-                        // all its users run on this level's one thread, one job at a time:
-                        // the proxy of this job holds the only reference.
-                        build: quote!(::preempt::resource::Exclusive::new(unsafe { #st.get_mut() })),
+                        // SAFETY (`Exclusive::from_cell`): `run` wrote the cell before the
+                        // executors started, and all its users run on this level's one
+                        // thread; the proxy makes its `&mut` only inside `lock`'s closure,
+                        // which cannot `.await`, so closures never overlap.
+                        build: quote!(unsafe { ::preempt::resource::Exclusive::from_cell(&#st) }),
                         ty: pty,
                     },
                 )
@@ -162,10 +164,10 @@ pub(crate) fn shared_plan(
                 (
                     quote!(&'a mut #pty),
                     SharedKind::Proxy {
-                        // SAFETY: written before the executors started; its users share this
-                        // level's one thread and run one job at a time, so no `&mut` to it is
-                        // alive while this job reads.
-                        build: quote!(::preempt::resource::ExclusiveRef::new(unsafe { #st.get() })),
+                        // SAFETY (`ExclusiveRef::from_cell`): as for `Exclusive` above: an
+                        // initialised cell, one thread, references only inside `lock`
+                        // closures, which do not overlap.
+                        build: quote!(unsafe { ::preempt::resource::ExclusiveRef::from_cell(&#st) }),
                         ty: pty,
                     },
                 )
