@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use preempt_cli::measure::latency::{LoopParams, StopFlags, ThreadState, TraceRecord, run_loop};
 use preempt_cli::measure::work::{Controller, calibrate};
 use preempt_io::sys::clock::monotonic_now_ns;
+use preempt_io::sys::schedstat::ThrottleWatch;
 
 struct Counting;
 
@@ -68,6 +69,8 @@ fn the_measuring_loop_does_not_allocate() {
     let start = monotonic_now_ns() + 1_000_000;
     std::thread::scope(|s| {
         s.spawn(|| {
+            // Opened before counting: opening allocates (the loop's reads do not).
+            let mut throttle = ThrottleWatch::open();
             TRACKED.with(|t| t.set(true));
             run_loop(
                 &params,
@@ -81,6 +84,7 @@ fn the_measuring_loop_does_not_allocate() {
                 &mut trace,
                 None,
                 &mut controller,
+                &mut throttle,
             )
             .unwrap();
             TRACKED.with(|t| t.set(false));

@@ -56,8 +56,9 @@
 //! are counted late ([`frame::STAT_LATE_STEPS`]); a gap of [`frame::STALL_NS`] or more is a
 //! stall ([`frame::STAT_STALLS`]), and a stall in which the thread waited on its runqueue
 //! (`run_delay` in `/proc/thread-self/schedstat`) for as long as the kernel's throttling
-//! window is counted throttled ([`frame::STAT_THROTTLED`]): at SCHED_FIFO 95 nothing else
-//! keeps it runnable that long.
+//! window is counted throttled ([`frame::STAT_THROTTLED`], by
+//! [`preempt_io::sys::schedstat::ThrottleWatch`], the detector `preempt latency` and the
+//! apps' executors use too): at SCHED_FIFO 95 nothing else keeps it runnable that long.
 //! The loop's own CPU time and wall time are published ([`frame::STAT_CPU_NS`],
 //! [`frame::STAT_WALL_NS`]): the demo reports the plant's duty cycle from them.
 
@@ -72,6 +73,7 @@ use preempt_io::sys::epoll::{Epoll, Event, Interest};
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::memfd::SharedMap;
 use preempt_io::sys::sched::{self, Policy};
+use preempt_io::sys::schedstat::ThrottleWatch;
 use preempt_io::sys::thread;
 use preempt_io::sys::timerfd::TimerFd;
 
@@ -229,59 +231,6 @@ impl<M: PlantModel> Grid<M> {
     }
 }
 
-/// The kernel's throttling window, ns: the real-time class is stopped for
-/// `sched_rt_period_us − sched_rt_runtime_us` of every period, and the fair server (kernel
-/// ≥ 6.12) runs starved SCHED_OTHER tasks for 50 ms of every second by default
-/// (`/sys/kernel/debug/sched/fair_server/cpuN/runtime`, which kernel lockdown may hide). The
-/// shorter of the two, since whichever comes first stops the loop.
-fn throttle_window_ns() -> u64 {
-    const FAIR_SERVER_NS: u64 = 50_000_000;
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .and_then(|v| v.trim().parse::<i64>().ok())
-    };
-    match (
-        read("/proc/sys/kernel/sched_rt_runtime_us"),
-        read("/proc/sys/kernel/sched_rt_period_us"),
-    ) {
-        (Some(runtime), Some(period)) if runtime >= 0 && period > runtime => {
-            u64::try_from(period - runtime)
-                .map_or(FAIR_SERVER_NS, |us| (us * 1_000).min(FAIR_SERVER_NS))
-        }
-        _ => FAIR_SERVER_NS,
-    }
-}
-
-/// The calling thread's time spent runnable but not running (`run_delay`, the second field
-/// of `/proc/thread-self/schedstat`), ns: what the kernel kept the thread waiting for its CPU.
-/// Read with `pread` on a descriptor opened once by the thread itself.
-struct RunDelay {
-    file: Option<std::fs::File>,
-}
-
-impl RunDelay {
-    /// Opens the calling thread's schedstat (None inside: the kernel lacks schedstat, and
-    /// [`RunDelay::read`] answers 0).
-    fn open() -> RunDelay {
-        RunDelay {
-            file: std::fs::File::open("/proc/thread-self/schedstat").ok(),
-        }
-    }
-
-    fn read(&self) -> u64 {
-        use std::os::unix::fs::FileExt;
-        let Some(f) = &self.file else { return 0 };
-        let mut buf = [0_u8; 96];
-        let n = f.read_at(&mut buf, 0).unwrap_or(0);
-        std::str::from_utf8(&buf[..n])
-            .ok()
-            .and_then(|t| t.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }
-}
-
 /// The loop's lateness bookkeeping, published to the page as it changes.
 struct Lateness {
     late: u64,
@@ -290,12 +239,9 @@ struct Lateness {
     preempted: u64,
     throttled: u64,
     switches: u64,
-    /// A stall in which the thread waited this long on its runqueue is counted throttled
-    /// (80 % of [`throttle_window_ns`]: the windows measured here were 50–54 ms of 50).
-    throttle_min_ns: u64,
-    run_delay: RunDelay,
-    /// `run_delay` as of the last [`Lateness::sample`] (every 10 ms) or stall.
-    waited_ns: u64,
+    /// Counts the stalls in which the thread waited out a throttling window on its
+    /// runqueue (the project's one detector).
+    throttle: ThrottleWatch,
 }
 
 impl Lateness {
@@ -307,21 +253,14 @@ impl Lateness {
             preempted: 0,
             throttled: 0,
             switches: Self::involuntary_switches(),
-            throttle_min_ns: throttle_window_ns() * 4 / 5,
-            run_delay: RunDelay::open(),
-            waited_ns: 0,
+            throttle: ThrottleWatch::open(),
         }
-        .sampled()
     }
 
-    fn sampled(mut self) -> Lateness {
-        self.sample();
-        self
-    }
-
-    /// Notes the thread's `run_delay` now (the baseline of the next stall).
-    fn sample(&mut self) {
-        self.waited_ns = self.run_delay.read();
+    /// Notes the thread's `run_delay` at `now` (the baseline of the next stall; at most
+    /// every 10 ms).
+    fn sample(&mut self, now: u64) {
+        self.throttle.sample(now);
     }
 
     fn involuntary_switches() -> u64 {
@@ -347,14 +286,10 @@ impl Lateness {
             // Did the kernel keep it runnable for a throttling window? (A sleeping loop
             // woken in the stop is not switched out, but waits on its runqueue all the
             // same; host steal and interrupts do not count as waiting there.)
-            let waited = self.run_delay.read();
-            if waited.saturating_sub(self.waited_ns) >= self.throttle_min_ns
-                && gap >= self.throttle_min_ns
-            {
-                self.throttled += 1;
+            if self.throttle.stall(gap) {
+                self.throttled = self.throttle.windows();
                 page.store_u64(frame::STAT_THROTTLED, self.throttled);
             }
-            self.waited_ns = waited;
         }
         if gap > self.max {
             self.max = gap;
@@ -494,7 +429,7 @@ pub fn run<M: PlantModel>(
         }
         if finished || now >= cpu_published + CPU_PUBLISH_NS {
             publish_cpu(&page, t0, now);
-            lateness.sample();
+            lateness.sample(now);
             cpu_published = now;
         }
         if finished {

@@ -91,6 +91,14 @@
 //! always exact, the per-task attribution is exact on a level that runs one task (a control
 //! loop) and approximate otherwise. The interval keeps the sampling cost per activation of a
 //! 1 kHz loop near 50 ns (`page_faults = false` removes it).
+//!
+//! **Throttled windows.** With accounting on, a job whose release latency reaches 80 % of
+//! the kernel's throttling window (40 ms by default), or a periodic task whose first skipped
+//! release is that late (the job that runs is the latest release), asks the level's
+//! [`ThrottleWatch`] whether its thread waited that long on its runqueue (RT throttling or
+//! the fair server stopped the real-time class on its CPU); the baseline is re-read when the
+//! level goes idle, at most every 10 ms. The job path pays one comparison. `stats()` reports
+//! the count per level and the exit summary names it (`THROTTLED`).
 
 use std::cell::{Cell, UnsafeCell};
 use std::io;
@@ -103,6 +111,7 @@ use preempt_io::fd::Poller;
 use preempt_io::sys::epoll::Event as EpollEvent;
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::sched;
+use preempt_io::sys::schedstat::ThrottleWatch;
 use preempt_io::sys::thread as sys_thread;
 use preempt_stats::task_stats::{Coalesced, Completion};
 use preempt_sync::futex::{self, Wait};
@@ -409,6 +418,13 @@ pub struct Executor<M: Message, const N: usize> {
     job_start_ns: Cell<u64>,
     /// The open coalesced window (executor thread only).
     window: Window,
+    /// The loop thread's throttled-window detector, opened by that thread when it starts
+    /// with accounting on (executor thread only).
+    throttle: UnsafeCell<Option<ThrottleWatch>>,
+    /// A job whose release latency reaches this asks the detector (u64::MAX: off).
+    throttle_min_ns: Cell<u64>,
+    /// Throttled windows counted (read by `stats()` from any thread).
+    throttled: AtomicU64,
     /// Set by the thread that runs the loop, so that only one ever does.
     claimed: AtomicBool,
     /// The loop thread's id and, when its affinity is one CPU, that CPU: read at start so
@@ -416,7 +432,7 @@ pub struct Executor<M: Message, const N: usize> {
     ident: Cell<(i32, Option<usize>)>,
 }
 
-// SAFETY: `ready`, `delays`, `fds`, `last_task`, `ident` and the `Cell`s of `faults` are only touched
+// SAFETY: `ready`, `delays`, `fds`, `throttle`, `last_task`, `ident` and the `Cell`s of `faults` are only touched
 // by the one thread that runs the loop (`claimed` admits one; in the simulator that thread
 // drives every level) and that `on_own_thread` recognises; `fds` is written once before
 // that thread starts. The queues are thread-safe, the doorbell is atomic plus an eventfd
@@ -458,6 +474,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
             last_end_ns: Cell::new(0),
             job_start_ns: Cell::new(0),
             window: Window::new(),
+            throttle: UnsafeCell::new(None),
+            throttle_min_ns: Cell::new(u64::MAX),
+            throttled: AtomicU64::new(0),
             claimed: AtomicBool::new(false),
             ident: Cell::new((0, None)),
         }
@@ -758,6 +777,10 @@ impl<M: Message, const N: usize> Executor<M, N> {
         let deadline = deadline_ns.or_else(|| tc.deadline_ns().map(|d| release_ns + d));
         if self.accounting {
             tc.stats.record_start(release_ns, start_ns);
+            let latency_ns = start_ns.saturating_sub(release_ns);
+            if latency_ns >= self.throttle_min_ns.get() {
+                self.note_stall(latency_ns);
+            }
             tc.stats.record_completion(Completion {
                 release_ns,
                 start_ns,
@@ -1152,6 +1175,12 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 if due.skipped > 0 {
                     if self.accounting {
                         tc.stats.record_skipped(due.skipped);
+                        // The job that runs is the latest release: how late the first of
+                        // the skipped ones is tells whether the thread waited out a window.
+                        let late_ns = now.saturating_sub(pending);
+                        if late_ns >= self.throttle_min_ns.get() {
+                            self.note_stall(late_ns);
+                        }
                     }
                     if crate::explain::active() {
                         // The dropped releases missed their deadlines without running: why
@@ -1245,6 +1274,41 @@ impl<M: Message, const N: usize> Executor<M, N> {
         }
     }
 
+    /// Opens the throttled-window detector on the loop's thread (real threads only, with
+    /// accounting: a release latency is what it is asked about).
+    fn open_throttle_watch(&self) {
+        if !self.accounting {
+            return;
+        }
+        let watch = ThrottleWatch::open();
+        self.throttle_min_ns.set(watch.min_ns());
+        // SAFETY: executor thread only (`claimed` admits one), before any job: no other
+        // reference to the cell's content exists.
+        unsafe { *self.throttle.get() = Some(watch) };
+    }
+
+    /// Re-reads the detector's baseline (at most every 10 ms; when the level goes idle).
+    fn sample_throttle(&self) {
+        // SAFETY: executor thread only; no other reference to the watch is alive here.
+        if let Some(w) = unsafe { &mut *self.throttle.get() } {
+            w.sample(self.last_end_ns.get());
+        }
+    }
+
+    /// A job started `latency_ns` after its release: did the thread wait out a throttled
+    /// window on its runqueue?
+    #[cold]
+    #[inline(never)]
+    fn note_stall(&self, latency_ns: u64) {
+        // SAFETY: executor thread only (run_job runs there); no other reference to the
+        // watch is alive here.
+        if let Some(w) = unsafe { &mut *self.throttle.get() } {
+            if w.stall(latency_ns) {
+                self.throttled.store(w.windows(), Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Sleeps until the next event or a ring of the doorbell.
     fn park(&self, deadline_ns: Option<u64>) {
         // SAFETY: executor thread only; no other reference to the set is alive here.
@@ -1329,6 +1393,10 @@ impl<M: Message, const N: usize> Executable for Executor<M, N> {
         )
     }
 
+    fn throttled_windows(&self) -> u64 {
+        self.throttled.load(Ordering::Relaxed)
+    }
+
     fn sim_start(&'static self, epoch_ns: u64) {
         self.start(epoch_ns);
     }
@@ -1352,6 +1420,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
     /// The level's loop; `CHECK`: every job is checked for real-time safety.
     fn run_loop_as<const CHECK: bool>(&'static self, control: &LoopControl<'_>) {
         self.start(control.epoch_ns);
+        self.open_throttle_watch();
         let previous = self.enter();
         let sample = self.accounting && self.page_faults;
         if sample {
@@ -1400,6 +1469,9 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 busy = false;
                 if sample {
                     self.sample_faults();
+                }
+                if self.accounting {
+                    self.sample_throttle();
                 }
             }
             let spin = match control.idle {

@@ -59,6 +59,9 @@ pub trait Executable: Sync {
     fn wake(&self);
     /// Page faults taken by the level's thread (minor, major).
     fn faults(&self) -> (u64, u64);
+    /// Throttled windows the level's thread waited out (RT throttling or the fair server;
+    /// `preempt_io::sys::schedstat::ThrottleWatch`).
+    fn throttled_windows(&self) -> u64;
     /// Simulator: claims the executor for the calling thread and sets the periodic grid.
     fn sim_start(&'static self, epoch_ns: u64);
     /// Simulator: polls the fds without sleeping and runs up to `budget` jobs; returns

@@ -192,6 +192,11 @@ pub struct LevelReport {
     pub minor_faults: u64,
     /// Major page faults.
     pub major_faults: u64,
+    /// Throttled windows its thread waited out: a job released, its thread kept runnable
+    /// but off its CPU for 80 % of the kernel's throttling window or more (RT throttling or
+    /// the fair server; `preempt_io::sys::schedstat`). The release latencies and response
+    /// times of the level's tasks then include the kernel's stop, not the app's doing.
+    pub throttled_windows: u64,
 }
 
 /// A snapshot of an app's accounting (see the [module docs](self)).
@@ -261,6 +266,7 @@ impl AppStats {
                 idle: config.idle_policy(priority),
                 minor_faults,
                 major_faults,
+                throttled_windows: exec.throttled_windows(),
             });
         }
         let locks = config
@@ -310,6 +316,43 @@ impl AppStats {
     pub fn to_json(&self) -> String {
         // Serialising plain data (strings, numbers, options, vectors) cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// Throttled windows the app's executor threads waited out, all levels.
+    pub fn throttled_windows(&self) -> u64 {
+        self.levels.iter().map(|l| l.throttled_windows).sum()
+    }
+
+    /// The summary's line naming the throttled windows, per level (None: there were none).
+    pub fn throttled_line(&self) -> Option<String> {
+        let levels: Vec<String> = self
+            .levels
+            .iter()
+            .filter(|l| l.throttled_windows > 0)
+            .map(|l| {
+                let cpus = match l.cpus.as_slice() {
+                    [] => "any CPU".to_owned(),
+                    [c] => format!("CPU {c}"),
+                    cs => format!(
+                        "CPUs {}",
+                        cs.iter()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                };
+                format!("priority {} ({cpus}): {}", l.priority, l.throttled_windows)
+            })
+            .collect();
+        (!levels.is_empty()).then(|| {
+            format!(
+                "THROTTLED: executor threads waited out {} throttling window(s) of the kernel \
+                 (RT throttling or the fair server stopped the real-time class on their CPU; \
+                 {}): the latencies above include them",
+                self.throttled_windows(),
+                levels.join("; ")
+            )
+        })
     }
 
     /// The task table of the exit summary.
@@ -500,7 +543,20 @@ impl fmt::Display for Summary<'_> {
             Ok(report) => writeln!(f, "{}", report.to_string().trim_end())?,
             Err(err) => writeln!(f, "  not analysed: {err}")?,
         }
-        writeln!(f, "verdict: {}", s.verdict_of(&tasks, &unrated, &analysis))?;
+        let throttled = s.throttled_line();
+        if let Some(line) = &throttled {
+            writeln!(f, "{line}")?;
+        }
+        writeln!(
+            f,
+            "verdict: {}{}",
+            s.verdict_of(&tasks, &unrated, &analysis),
+            if throttled.is_some() {
+                " (measured under RT throttling: see THROTTLED)"
+            } else {
+                ""
+            }
+        )?;
         for note in notes {
             writeln!(f, "  note: {note}")?;
         }

@@ -182,6 +182,7 @@ fn to_latency_result(
                 minor_faults: 0,
                 major_faults: 0,
                 involuntary_switches: 0,
+                throttled_windows: 0,
             }
         })
         .collect();

@@ -103,6 +103,7 @@ pub(crate) fn synthetic_latency() -> ResultFile {
             minor_faults: 0,
             major_faults: 0,
             involuntary_switches: 2,
+            throttled_windows: 0,
         }],
         latency_all: latency.summary,
         ledger: Ledger {

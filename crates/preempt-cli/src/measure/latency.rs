@@ -31,9 +31,17 @@
 //!
 //! # The hot loop
 //! [`run_loop`] makes no system call besides the sleep and the clock reads (plus
-//! `sched_getcpu`, a vDSO read, when threads are not pinned), allocates nothing (the trace
-//! buffer is preallocated and pre-touched), takes no lock, and checks the stop flags with two
-//! relaxed loads.
+//! `sched_getcpu`, a vDSO read, when threads are not pinned, and, after a wake-up has been
+//! recorded, at most every 10 ms one `pread` of the thread's schedstat), allocates nothing
+//! (the trace buffer is preallocated and pre-touched), takes no lock, and checks the stop
+//! flags with two relaxed loads.
+//!
+//! # Throttled windows
+//! A wake-up late by 80 % of the kernel's throttling window or more, at which the thread
+//! had waited on its runqueue as long (`run_delay`), was held by RT throttling or the fair
+//! server ([`ThrottleWatch`], the detector the demos and the apps use): counted per thread
+//! in `throttled_windows`, and the ledger's `throttling` entry names them and contaminates
+//! the verdict, with or without `--explain`.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -47,6 +55,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use preempt_io::sys::clock::{self, ClockId, monotonic_now_ns};
+use preempt_io::sys::schedstat::ThrottleWatch;
 use preempt_io::sys::{cpu, mem, sched, thread};
 
 use super::ledger::{self, RunFacts};
@@ -123,6 +132,8 @@ pub struct ThreadState {
     pub break_cycle: AtomicU64,
     /// Latency of that breach (0 = none).
     pub break_latency: AtomicU64,
+    /// Throttled windows the thread waited out so far ([`ThrottleWatch`]).
+    pub throttled: AtomicU64,
 }
 
 impl ThreadState {
@@ -138,6 +149,7 @@ impl ThreadState {
             cpus_seen: AtomicU64::new(0),
             break_cycle: AtomicU64::new(0),
             break_latency: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
         }
     }
 }
@@ -271,7 +283,8 @@ impl StopFlags<'_> {
 /// The measuring loop of one thread. Returns when all releases ran or a stop flag was set.
 ///
 /// `trace` must have capacity for `p.releases` records if tracing (it is only pushed to while
-/// there is spare capacity, so it never reallocates).
+/// there is spare capacity, so it never reallocates). `throttle` is the calling thread's
+/// detector (opened by it, before the loop: opening allocates).
 #[allow(
     clippy::too_many_arguments,
     reason = "the loop's inputs are all distinct; a struct would only rename them"
@@ -285,6 +298,7 @@ pub fn run_loop(
     trace: &mut Vec<TraceRecord>,
     brk: Option<&BreakHook>,
     controller: &mut Controller,
+    throttle: &mut ThrottleWatch,
 ) -> io::Result<()> {
     let mut cycle = 0u64;
     let mut release = start_ns;
@@ -304,6 +318,13 @@ pub fn run_loop(
             wake
         };
         st.latency.record(latency, cycle);
+        if latency >= throttle.min_ns() {
+            if throttle.stall(latency) {
+                st.throttled.store(throttle.windows(), Relaxed);
+            }
+        } else {
+            throttle.sample(wake);
+        }
         if done.saturating_sub(release) > p.relative_deadline_ns {
             st.deadline_misses.fetch_add(1, Relaxed);
         }
@@ -513,6 +534,7 @@ pub fn run(
                     }
                     let usage0 = thread::rusage_thread().unwrap_or_default();
                     let mut controller = Controller::default();
+                    let mut throttle = ThrottleWatch::open();
                     let stop = StopFlags {
                         signal: signal_stop,
                         halt,
@@ -526,6 +548,7 @@ pub fn run(
                         &mut trace,
                         brk,
                         &mut controller,
+                        &mut throttle,
                     )
                     .err()
                     .map(|e| format!("clock_nanosleep failed: {e}"));
@@ -641,6 +664,9 @@ pub fn run(
         stress_requested: !cfg.stress.kinds.is_empty(),
         max_latency_ns: merged.max_ns(),
         virtualization: crate::virt::detect_live().map(|f| f.label()),
+        throttled_windows: ThrottleWatch::open()
+            .available()
+            .then(|| states.iter().map(|s| s.throttled.load(Relaxed)).sum()),
     });
     let result = assemble(
         cfg,
@@ -762,6 +788,7 @@ fn assemble(
                 minor_faults: usage.minor_faults,
                 major_faults: usage.major_faults,
                 involuntary_switches: usage.involuntary_switches,
+                throttled_windows: s.throttled.load(Relaxed),
             }
         })
         .collect();
@@ -853,6 +880,7 @@ mod tests {
             &mut trace,
             None,
             &mut Controller::default(),
+            &mut ThrottleWatch::open(),
         )
         .unwrap();
         let s = st.latency.snapshot();
@@ -891,6 +919,7 @@ mod tests {
             &mut Vec::new(),
             None,
             &mut Controller::default(),
+            &mut ThrottleWatch::open(),
         )
         .unwrap();
         let samples = st.latency.snapshot().count();
@@ -925,6 +954,7 @@ mod tests {
             &mut Vec::new(),
             None,
             &mut Controller::default(),
+            &mut ThrottleWatch::open(),
         )
         .unwrap();
         assert!(halt.load(Relaxed));
@@ -949,6 +979,7 @@ mod tests {
             &mut Vec::new(),
             None,
             &mut Controller::default(),
+            &mut ThrottleWatch::open(),
         )
         .unwrap();
         assert_eq!(st.latency.snapshot().count(), 0);

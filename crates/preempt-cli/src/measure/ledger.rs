@@ -50,6 +50,9 @@ pub struct RunFacts {
     pub max_latency_ns: u64,
     /// Hypervisor, if any.
     pub virtualization: Option<String>,
+    /// Throttled windows the measuring threads waited out, counted from their schedstat
+    /// (`preempt_io::sys::schedstat::ThrottleWatch`); None: the kernel has no schedstat.
+    pub throttled_windows: Option<u64>,
 }
 
 /// Observations turned into ledger entries; pure, so the verdict logic is unit-tested.
@@ -154,18 +157,44 @@ pub fn judge(obs: &Observations, facts: &RunFacts) -> Ledger {
             contaminates: !obs.rt_threads.is_empty(),
         },
     ];
-    // A stall at least 80 % as long as the throttling window is the signature of RT
-    // throttling or the fair server (both default to 50 ms of every second).
-    let (throttle_value, throttled) = match obs.rt_throttle_us {
+    let budget = match obs.rt_throttle_us {
         Some((runtime, period)) if runtime >= 0 && period > runtime => {
-            let window_ns = u64::try_from(period - runtime).unwrap_or(0) * 1_000;
+            format!("sched_rt_runtime_us {runtime}/{period}")
+        }
+        Some((runtime, _)) => format!(
+            "sched_rt_runtime_us {runtime} (RT throttling off; the fair server still stops a \
+             busy real-time class)"
+        ),
+        None => "sched_rt_runtime_us unreadable".into(),
+    };
+    let window_ns = preempt_io::sys::schedstat::window_of(
+        obs.rt_throttle_us.map(|r| r.0),
+        obs.rt_throttle_us.map(|r| r.1),
+    );
+    let (throttle_value, throttled) = match facts.throttled_windows {
+        // Counted: a measuring thread waited out a window on its runqueue.
+        Some(n) if n > 0 => (
+            format!(
+                "{budget}; {n} throttled window(s): a measuring thread waited {} ms or more \
+                 on its runqueue (schedstat run_delay)",
+                window_ns * 4 / 5 / 1_000_000
+            ),
+            true,
+        ),
+        Some(_) => (
+            format!("{budget}; no throttled window (schedstat run_delay)"),
+            false,
+        ),
+        // No schedstat: a stall at least 80 % as long as the window is its signature.
+        None => {
             let hit = facts.max_latency_ns >= window_ns * 4 / 5;
             (
                 format!(
-                    "sched_rt_runtime_us {runtime}/{period}; {}",
+                    "{budget}; {}",
                     if hit {
                         format!(
-                            "a {:.1} ms stall matches the {} ms throttling window",
+                            "a {:.1} ms stall matches the {} ms throttling window (no \
+                             schedstat to tell)",
                             facts.max_latency_ns as f64 / 1e6,
                             window_ns / 1_000_000
                         )
@@ -176,11 +205,6 @@ pub fn judge(obs: &Observations, facts: &RunFacts) -> Ledger {
                 hit,
             )
         }
-        Some((runtime, _)) => (
-            format!("sched_rt_runtime_us {runtime} (throttling off)"),
-            false,
-        ),
-        None => ("sched_rt_runtime_us unreadable".into(), false),
     };
     entries.push(LedgerEntry {
         name: THROTTLING.into(),
@@ -219,15 +243,28 @@ pub fn throttled_line(stretches: &[Stretch]) -> Option<String> {
 /// Puts what the kernel trace saw of throttling into the ledger's `throttling` entry (it
 /// replaces the stall-size guess) and the verdict: any stretch contaminates the run.
 pub fn note_throttled(ledger: &mut Ledger, stretches: &[Stretch]) {
-    let value = if stretches.is_empty() {
-        "the kernel trace saw no stop of the real-time class".to_string()
-    } else {
-        describe_throttled(stretches)
+    // Windows the threads counted from schedstat stay named if the trace saw none (lost
+    // events): the two sources do not contradict, one of them missed it.
+    let counted = ledger
+        .entries
+        .iter()
+        .find(|e| e.name == THROTTLING && e.contaminates && e.value.contains("schedstat"))
+        .map(|e| e.value.clone());
+    let (value, contaminates) = match (stretches.is_empty(), counted) {
+        (false, _) => (describe_throttled(stretches), true),
+        (true, Some(counted)) => (
+            format!("{counted}; the kernel trace saw no stop of the real-time class"),
+            true,
+        ),
+        (true, None) => (
+            "the kernel trace saw no stop of the real-time class".to_string(),
+            false,
+        ),
     };
     let entry = LedgerEntry {
         name: THROTTLING.into(),
         value,
-        contaminates: !stretches.is_empty(),
+        contaminates,
     };
     match ledger.entries.iter_mut().find(|e| e.name == THROTTLING) {
         Some(e) => *e = entry,
@@ -303,6 +340,14 @@ mod tests {
             (
                 base.clone(),
                 RunFacts {
+                    throttled_windows: Some(2),
+                    ..facts()
+                },
+                "2 throttled window(s)",
+            ),
+            (
+                base.clone(),
+                RunFacts {
                     virtualization: Some("kvm".into()),
                     ..facts()
                 },
@@ -349,6 +394,49 @@ mod tests {
         );
         assert!(throttled_line(&[s]).unwrap().starts_with("THROTTLED: "));
         assert!(throttled_line(&[]).is_none());
+    }
+
+    #[test]
+    fn a_long_stall_without_a_runqueue_wait_is_not_throttling() {
+        // Counted from schedstat: a 49 ms stall the thread did not wait out on its
+        // runqueue (a host stall, a late timer) is not a throttled window.
+        let obs = Observations {
+            rt_throttle_us: Some((950_000, 1_000_000)),
+            ..Default::default()
+        };
+        let f = RunFacts {
+            max_latency_ns: 49_000_000,
+            throttled_windows: Some(0),
+            ..facts()
+        };
+        let l = judge(&obs, &f);
+        assert_eq!(l.verdict, "clean");
+        let e = l.entries.iter().find(|e| e.name == "throttling").unwrap();
+        assert!(
+            e.value
+                .ends_with("no throttled window (schedstat run_delay)"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn counted_windows_stay_named_when_the_trace_saw_none() {
+        let obs = Observations {
+            rt_throttle_us: Some((950_000, 1_000_000)),
+            ..Default::default()
+        };
+        let f = RunFacts {
+            throttled_windows: Some(1),
+            ..facts()
+        };
+        let mut l = judge(&obs, &f);
+        note_throttled(&mut l, &[]);
+        assert!(
+            l.verdict.contains("1 throttled window(s)")
+                && l.verdict.contains("the kernel trace saw no stop"),
+            "{}",
+            l.verdict
+        );
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub fn latency(stress: bool) -> ResultFile {
             minor_faults: 0,
             major_faults: 0,
             involuntary_switches: 3,
+            throttled_windows: 0,
         })
         .collect();
     let mut all = threads[0].latency.to_snapshot().expect("own layout");

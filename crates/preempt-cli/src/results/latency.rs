@@ -114,6 +114,10 @@ pub struct ThreadResult {
     pub major_faults: u64,
     /// Times the thread was preempted.
     pub involuntary_switches: u64,
+    /// Wake-ups at which the thread had waited out a throttling window on its runqueue (RT
+    /// throttling or the fair server; `preempt_io::sys::schedstat`, no tracing needed).
+    #[serde(default)]
+    pub throttled_windows: u64,
 }
 
 /// One check of the validity ledger.

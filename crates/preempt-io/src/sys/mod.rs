@@ -24,6 +24,7 @@ pub mod process;
 pub mod procstat;
 pub mod reaper;
 pub mod sched;
+pub mod schedstat;
 pub mod serial;
 pub mod signal;
 pub mod socket;
