@@ -13,65 +13,13 @@
 use std::io::BufReader;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, ChildStderr, Command, Output, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 
 use serde_json::Value;
 
 mod support;
 
-/// `preempt ARGS` with a history database private to `dir`.
-fn preempt(dir: &Path) -> Command {
-    let mut c = Command::new(support::bin());
-    c.env("PREEMPT_HISTORY", dir.join("history.sqlite"))
-        .env_remove("PREEMPT_SOFT");
-    c
-}
-
-/// Whether this process is root (then unprivileged cases go through `setpriv`).
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-        .unwrap_or(false)
-}
-
-/// `preempt ARGS` as an unprivileged user: `nobody` via `setpriv` when root, else this user.
-/// `dir` is handed to that user (mode 0777) so that it can write there.
-fn unprivileged(dir: &Path) -> Command {
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    if !is_root() {
-        return preempt(dir);
-    }
-    let mut c = Command::new("setpriv");
-    c.args([
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--",
-    ])
-    .arg(support::bin())
-    .env("PREEMPT_HISTORY", dir.join("history.sqlite"))
-    .env("HOME", dir)
-    .env_remove("PREEMPT_SOFT")
-    .current_dir(dir);
-    c
-}
-
-/// Asserts `o` exited with `code` and its stderr holds every one of `needles`; returns stderr.
-#[track_caller]
-fn exits(o: &Output, code: i32, needles: &[&str]) -> String {
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{stderr}",
-        String::from_utf8_lossy(&o.stdout)
-    );
-    for n in needles {
-        assert!(stderr.contains(n), "{n:?} not in: {stderr}");
-    }
-    stderr
-}
+use support::{exits, preempt_in as preempt, unprivileged};
 
 fn json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)
@@ -306,6 +254,7 @@ fn a_second_demo_in_the_same_out_is_refused_naming_the_first_and_both_keep_their
 fn a_demo_stopped_by_sigterm_exits_143_with_a_complete_file_marked_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
+    let earlier = earlier_run(&out);
     let (child, err) = spawn_until(&mut gimbal(dir.path(), &out, "20s"), "gimbal demo for");
     let at = preempt_io::sys::clock::monotonic_now_ns() + 700_000_000;
     preempt_io::sys::clock::sleep_until_ns(preempt_io::sys::clock::ClockId::Monotonic, at).unwrap();
@@ -332,33 +281,135 @@ fn a_demo_stopped_by_sigterm_exits_143_with_a_complete_file_marked_interrupted()
         "{list}"
     );
     assert_eq!(r["interrupted_by"], "SIGTERM");
+    // The earlier run's files, set aside while this one ran, are gone with its result written.
+    for f in &earlier {
+        assert!(!f.exists(), "{} is left", f.display());
+    }
+    assert!(is_finished_mcap(&out.join("gimbal.mcap")), "{rest}");
+}
+
+/// An earlier run's `gimbal.json` and `gimbal.mcap` in `out` (created); returns where the
+/// next run sets them aside (`gimbal.previous.json`, `gimbal.previous.mcap`).
+fn earlier_run(out: &Path) -> [std::path::PathBuf; 2] {
+    std::fs::create_dir_all(out).unwrap();
+    std::fs::write(out.join("gimbal.json"), EARLIER_JSON).unwrap();
+    std::fs::write(out.join("gimbal.mcap"), EARLIER_MCAP).unwrap();
+    [
+        out.join("gimbal.previous.json"),
+        out.join("gimbal.previous.mcap"),
+    ]
+}
+
+const EARLIER_JSON: &str = "{\"an earlier run\": true}\n";
+const EARLIER_MCAP: &str = "an earlier recording";
+
+/// Waits (at most 30 s) until `path` exists: the demo is recording.
+#[track_caller]
+fn wait_for_file(path: &Path) {
+    for _ in 0..3000 {
+        if path.exists() {
+            return;
+        }
+        support::sleep_ms(10);
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// Sends `sig` (`-INT`, `-KILL`, ...) to `child`.
+fn signal(child: &Child, sig: &str) {
+    let sent = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {sig}");
 }
 
 #[test]
-fn a_demo_whose_out_fills_up_keeps_its_figures_and_drops_the_recording() {
-    if !can_trace() {
-        return; // mounting the small tmpfs needs root (CAP_SYS_ADMIN)
-    }
+fn a_demo_killed_midway_leaves_no_earlier_result_under_its_own_name() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("small");
-    std::fs::create_dir(&out).unwrap();
-    // 6 MiB: the 2 s recording (~17 MB) cannot fit, the figures (~0.4 MB) can.
+    let out = dir.path().join("out");
+    let [json_aside, mcap_aside] = earlier_run(&out);
+    let (child, err) = spawn_until(&mut gimbal(dir.path(), &out, "20s"), "gimbal demo for");
+    wait_for_file(&out.join("gimbal.mcap.part"));
+    signal(&child, "-KILL");
+    let (code, rest) = finish(child, err);
+    assert_eq!(code, None, "killed: {rest}");
+    // What is in DIR says what happened: no gimbal.json (this run wrote none), the earlier
+    // run's files under names that say so, the cut recording as .part.
+    assert!(
+        !out.join("gimbal.json").exists() && !out.join("gimbal.mcap").exists(),
+        "an earlier run's file looks like the killed run's"
+    );
+    assert_eq!(std::fs::read_to_string(&json_aside).unwrap(), EARLIER_JSON);
+    assert_eq!(std::fs::read_to_string(&mcap_aside).unwrap(), EARLIER_MCAP);
+    assert!(out.join("gimbal.mcap.part").exists());
+}
+
+#[test]
+fn a_second_ctrl_c_in_the_demo_shutdown_exits_130_and_never_leaves_an_empty_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (child, err) = spawn_until(&mut gimbal(dir.path(), &out, "20s"), "gimbal demo for");
+    wait_for_file(&out.join("gimbal.mcap.part"));
+    support::sleep_ms(300);
+    signal(&child, "-INT");
+    // Inside the ~0.16 s shutdown (the app stopping, the recording finishing).
+    support::sleep_ms(20);
+    signal(&child, "-INT");
+    let (code, rest) = finish(child, err);
+    assert_eq!(code, Some(130), "{rest}");
+    // docs/MEASURING.md: the second Ctrl-C stops at once; a result file is whole or absent.
+    let json_path = out.join("gimbal.json");
+    if json_path.exists() {
+        let r = json(&json_path);
+        assert_eq!(
+            (&r["complete"], &r["interrupted"]),
+            (&Value::Bool(true), &Value::Bool(true)),
+            "{r}"
+        );
+    } else {
+        assert!(!rest.contains("results in"), "claimed as written: {rest}");
+    }
+    assert!(
+        !out.join("gimbal.mcap").exists() || is_finished_mcap(&out.join("gimbal.mcap")),
+        "a cut recording under the final name"
+    );
+}
+
+/// A tmpfs of `size` mounted on `out` (created) until the guard drops; None (the test then
+/// skips) without root, which mounting needs (CAP_SYS_ADMIN).
+fn small_tmpfs(out: &Path, size: &str) -> Option<impl Drop> {
+    if !can_trace() {
+        return None;
+    }
+    std::fs::create_dir_all(out).unwrap();
     let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=6m", "tmpfs"])
-        .arg(&out)
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(out)
         .status()
         .unwrap();
     assert!(mounted.success(), "mount -t tmpfs failed");
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(self.0).status();
+            let _ = Command::new("umount").arg(&self.0).status();
         }
     }
-    let _unmount = Unmount(&out);
-    let o = gimbal(dir.path(), &out, "2s").output().unwrap();
+    Some(Unmount(out.to_path_buf()))
+}
+
+/// Checks the end of a demo whose `--out` filled up: exit 1 naming the lost recording, the
+/// result file complete and not interrupted, the cut recording removed, one history record.
+/// Returns the result file.
+#[track_caller]
+fn figures_kept_recording_dropped(
+    o: &std::process::Output,
+    dir: &Path,
+    out: &Path,
+    stem: &str,
+) -> Value {
     exits(
-        &o,
+        o,
         1,
         &[
             "the MCAP recording",
@@ -366,16 +417,55 @@ fn a_demo_whose_out_fills_up_keeps_its_figures_and_drops_the_recording() {
             "the figures were written",
         ],
     );
-    let r = json(&out.join("gimbal.json"));
+    let r = json(&out.join(format!("{stem}.json")));
     assert_eq!(
         (&r["complete"], &r["interrupted"]),
         (&Value::Bool(true), &Value::Bool(false))
     );
-    assert!(r["data"]["output_error"].is_string(), "{r}");
-    assert!(r["data"]["axes"].as_array().is_some_and(|a| !a.is_empty()));
     assert!(
-        !out.join("gimbal.mcap.part").exists(),
+        !out.join(format!("{stem}.mcap.part")).exists(),
         "the cut recording is removed"
     );
-    assert_eq!(history_runs(dir.path()), 1);
+    assert!(!out.join(format!("{stem}.mcap")).exists());
+    assert_eq!(history_runs(dir), 1);
+    r
+}
+
+#[test]
+fn a_demo_whose_out_fills_up_keeps_its_figures_and_drops_the_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("small");
+    // 6 MiB: the 2 s recording (~17 MB) cannot fit, the figures (~0.4 MB) can.
+    let Some(_unmount) = small_tmpfs(&out, "6m") else {
+        return;
+    };
+    let o = gimbal(dir.path(), &out, "2s").output().unwrap();
+    let r = figures_kept_recording_dropped(&o, dir.path(), &out, "gimbal");
+    assert!(r["data"]["output_error"].is_string(), "{r}");
+    assert!(r["data"]["axes"].as_array().is_some_and(|a| !a.is_empty()));
+}
+
+#[test]
+fn a_uav_flight_whose_out_fills_up_keeps_its_figures_and_drops_the_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("small");
+    // 256 KiB: the 2 s recording (~450 KB) cannot fit, the figures (~40 KB) can.
+    let Some(_unmount) = small_tmpfs(&out, "256k") else {
+        return;
+    };
+    let mut c = preempt(dir.path());
+    if !preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
+        .unwrap_or(false)
+    {
+        c.env("PREEMPT_SOFT", "1");
+    }
+    let o = c
+        .args(["demo", "uav", "--duration", "2s", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let r = figures_kept_recording_dropped(&o, dir.path(), &out, "uav");
+    let cell = &r["data"]["cells"][0];
+    assert!(cell["output_error"].is_string(), "{r}");
+    assert!(cell["flown_steps"].as_u64().is_some_and(|n| n > 0), "{r}");
 }

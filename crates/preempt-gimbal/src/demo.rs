@@ -12,10 +12,12 @@
 //! ```
 //!
 //! Every way out after step 1 finalises the MCAP and writes the JSON: an interrupted run or
-//! a dead plant is marked (`interrupted`, `error`) and keeps what was recorded. A controller
-//! that cannot start at all (no real-time privileges) leaves DIR as it was: the MCAP is
-//! written as `gimbal.mcap.part` until it is finished, and the JSON is only opened, not
-//! truncated, before the run.
+//! a dead plant is marked (`interrupted`, `error`) and keeps what was recorded. Step 1 sets
+//! an earlier run's `gimbal.json`/`gimbal.mcap` aside as `gimbal.previous.*` (removed once
+//! this run's JSON is written), so a run killed midway (SIGKILL, a second Ctrl-C) never
+//! leaves them looking like its own, and creates no file that could be left empty: the MCAP
+//! is written as `gimbal.mcap.part` until it is finished, the JSON through `gimbal.json.tmp`.
+//! A controller that cannot start at all (no real-time privileges) leaves DIR as it was.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -135,6 +137,8 @@ pub struct Outputs {
     pub json: PathBuf,
     /// `DIR/gimbal.mcap` (`DIR/STEM.mcap`).
     pub mcap: PathBuf,
+    /// An earlier run's files set aside by [`Outputs::begin`]: (its name, its name now).
+    set_aside: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Outputs {
@@ -156,32 +160,76 @@ impl Outputs {
         Ok(Outputs {
             json: dir.join(format!("{stem}.json")),
             mcap: dir.join(format!("{stem}.mcap")),
+            set_aside: Vec::new(),
         })
     }
 
-    /// Checks, before anything runs, that the result file can be written, without touching
-    /// an earlier run's (it is opened for appending, created empty if missing; the run
-    /// replaces it at the end). Returns whether it existed, for [`Outputs::abandon`].
-    ///
-    /// # Errors
-    /// The file cannot be opened for writing, naming it.
-    pub fn probe_json(&self) -> Result<bool, String> {
-        let existed = self.json.exists();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&self.json)
-            .map_err(|e| format!("--out: cannot write {}: {e}", self.json.display()))?;
-        Ok(existed)
+    /// Where [`Outputs::begin`] sets an earlier run's `path` aside: `DIR/STEM.previous.EXT`
+    /// (`gimbal.previous.json`, `gimbal.previous.mcap`).
+    pub fn previous(path: &Path) -> PathBuf {
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        let ext = path.extension().unwrap_or_default().to_string_lossy();
+        path.with_file_name(format!("{stem}.previous.{ext}"))
     }
 
-    /// After a run that never started: removes the empty result file [`Outputs::probe_json`]
-    /// created (an earlier run's stays as it was).
-    pub fn abandon(&self, json_existed: bool) {
-        if !json_existed {
-            let _ = std::fs::remove_file(&self.json);
+    /// Before anything runs: checks that the result file can be written (a temporary file
+    /// beside it, removed again: the result file itself is only ever created whole, so no
+    /// empty file is left by a run that dies), then sets an earlier run's result file and
+    /// recording aside as `STEM.previous.json` and `STEM.previous.mcap`. A run that is killed
+    /// (SIGKILL, a second Ctrl-C) thus never leaves an earlier run's `STEM.json` looking like
+    /// its own; [`Outputs::abandon`] puts them back when the run never started,
+    /// [`Outputs::replaced`] removes them once this run's result file is written.
+    ///
+    /// # Errors
+    /// The result file cannot be written, or an earlier file cannot be renamed, naming it.
+    pub fn begin(&mut self) -> Result<(), String> {
+        let probe = tmp_path(&self.json);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&probe)
+            .and_then(|_| std::fs::remove_file(&probe))
+            .map_err(|e| format!("--out: cannot write {}: {e}", self.json.display()))?;
+        for path in [&self.json, &self.mcap] {
+            if !path.exists() {
+                continue;
+            }
+            let aside = Outputs::previous(path);
+            std::fs::rename(path, &aside).map_err(|e| {
+                format!(
+                    "--out: cannot set the earlier {} aside as {}: {e}",
+                    path.display(),
+                    aside.display()
+                )
+            })?;
+            self.set_aside.push((path.clone(), aside));
+        }
+        Ok(())
+    }
+
+    /// After a run that never started: the earlier run's files, set aside by
+    /// [`Outputs::begin`], get their names back (DIR is as it was).
+    pub fn abandon(&self) {
+        for (name, aside) in &self.set_aside {
+            let _ = std::fs::rename(aside, name);
         }
     }
+
+    /// Once this run's result file is written: removes the earlier run's files that
+    /// [`Outputs::begin`] set aside.
+    pub fn replaced(&self) {
+        for (_, aside) in &self.set_aside {
+            let _ = std::fs::remove_file(aside);
+        }
+    }
+}
+
+/// `PATH.tmp`: where [`write_json`] writes before renaming into place.
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    PathBuf::from(tmp)
 }
 
 /// Runs the demo. `stop` is the caller's Ctrl-C flag. Returns the data (also written to
@@ -193,9 +241,22 @@ impl Outputs {
 /// or a run that could not start at all (missing privileges: the app printed the fix).
 pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outputs), String> {
     cfg.validate()?;
-    let out = Outputs::prepare(&cfg.out_dir)?;
+    let mut out = Outputs::prepare(&cfg.out_dir)?;
+    out.begin()?;
+    match record(cfg, stop, &out) {
+        Ok(data) => Ok((data, out)),
+        Err(e) => {
+            // Never started (or could not): an earlier run's files in DIR stay as they were.
+            let _ = std::fs::remove_file(crate::telemetry::part_path(&out.mcap));
+            out.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// [`run`] once `out` is ready: records the run and writes its figures.
+fn record(cfg: &DemoConfig, stop: &Arc<AtomicBool>, out: &Outputs) -> Result<GimbalData, String> {
     let base_ns = clock::now_ns(ClockId::Realtime);
-    let json_existed = out.probe_json()?;
     let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
     let samples = cfg.samples();
     let soft = preempt::soft_requested();
@@ -294,9 +355,8 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     let stats_json = stats.to_json();
     let explained = preempt::explain::take_outcome();
     if code == 1 && records.is_empty() {
-        // Never started: an earlier run's files in DIR stay as they were.
+        // Never started: [`run`] gives an earlier run's files their names back.
         sink.discard();
-        out.abandon(json_existed);
         let why = app::ERROR
             .lock()
             .map(|e| e.clone())
@@ -379,12 +439,15 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
         },
         explained: result::ExplainOutcome::of(explained),
     };
-    if let Err(e) = write_json(&out.json, &data) {
-        // The caller still gets the figures (the CLI writes them again, with a fallback).
-        eprintln!("gimbal: {e}");
-        data.output_error.get_or_insert(e);
+    match write_json(&out.json, &data) {
+        Ok(()) => out.replaced(),
+        Err(e) => {
+            // The caller still gets the figures (the CLI writes them again, with a fallback).
+            eprintln!("gimbal: {e}");
+            data.output_error.get_or_insert(e);
+        }
     }
-    Ok((data, out))
+    Ok(data)
 }
 
 /// The live views of `--foxglove` and `--ros2` (each behind its cargo feature): the
@@ -511,9 +574,7 @@ pub fn result_json(data: &GimbalData) -> serde_json::Value {
 /// Write errors, naming the path.
 pub fn write_json(path: &Path, data: &GimbalData) -> Result<(), String> {
     let text = serde_json::to_string_pretty(&result_json(data)).map_err(|e| e.to_string())?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
+    let tmp = tmp_path(path);
     let written = std::fs::write(&tmp, text + "\n").and_then(|()| std::fs::rename(&tmp, path));
     written.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

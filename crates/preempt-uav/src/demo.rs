@@ -159,9 +159,29 @@ pub struct UavData {
 /// fix).
 pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Outputs), String> {
     let samples = cfg.samples()?;
-    let out = Outputs::prepare_named(&cfg.out_dir, "uav")?;
+    let mut out = Outputs::prepare_named(&cfg.out_dir, "uav")?;
+    // An earlier flight's uav.json/uav.mcap are set aside as uav.previous.* until the caller
+    // has written this one's ([`Outputs::replaced`]).
+    out.begin()?;
+    match record(cfg, stop, &out, samples) {
+        Ok(cell) => Ok((cell, out)),
+        Err(e) => {
+            // Never started (or could not): an earlier flight's files stay as they were.
+            let _ = std::fs::remove_file(preempt_gimbal::telemetry::part_path(&out.mcap));
+            out.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// [`fly`] once `out` is ready: flies and records; the cell.
+fn record(
+    cfg: &FlightConfig,
+    stop: &Arc<AtomicBool>,
+    out: &Outputs,
+    samples: u64,
+) -> Result<FlightCell, String> {
     let base_ns = clock::now_ns(ClockId::Realtime);
-    let json_existed = out.probe_json()?;
     let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
     let soft = preempt::soft_requested();
 
@@ -253,9 +273,8 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
     };
     let app_error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
     if code == 1 && records.is_empty() {
-        // Never started: an earlier flight's files in DIR stay as they were.
+        // Never started: [`fly`] gives an earlier flight's files their names back.
         sink.discard();
-        out.abandon(json_existed);
         return Err(app_error.unwrap_or_else(|| {
             "the controller could not start (see the message above: real-time privileges, or PREEMPT_SOFT=1)".into()
         }));
@@ -309,7 +328,7 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
     }
     cell.missed_periods = expected.saturating_sub(cell.flown_steps);
     cell.crashed |= sim_crashed; // also a crash after the last frame
-    Ok((cell, out))
+    Ok(cell)
 }
 
 /// The result file's JSON: `{schema_version, tool, kind: "demo_uav", complete, interrupted,

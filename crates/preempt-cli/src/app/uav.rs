@@ -137,6 +137,10 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     let mut file = result_file(&session, &data);
     file.failed.clone_from(&data.cells[0].error);
     let saved = session.save(&file);
+    if saved.error.is_none() {
+        // This flight's uav.json is in place: the earlier one set aside goes.
+        out.replaced();
+    }
     print(&data, &mut std::io::stdout().lock())?;
     let c = &data.cells[0];
     eprintln!(
@@ -210,6 +214,7 @@ fn fly_cell(
         let tool = StressConfig::heavy(a.stress.stress_tool);
         cmd.args(["--stress", "all", "--stress-tool", tool.tool_name()]);
     }
+    let spawned_unix_ms = crate::results::unix_ms_now();
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -241,7 +246,10 @@ fn fly_cell(
         let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
     }
     let text = std::fs::read_to_string(dir.join("uav.json")).unwrap_or_default();
-    let file: Option<ResultFile> = serde_json::from_str(&text).ok();
+    // Only this flight's file: a flight that never started leaves an earlier one in place.
+    let file: Option<ResultFile> = serde_json::from_str::<ResultFile>(&text)
+        .ok()
+        .filter(|f| f.started_unix_ms >= spawned_unix_ms);
     let cell = match file.map(|f| f.result) {
         Some(RunResult::DemoUav(mut d)) if !d.cells.is_empty() => d.cells.swap_remove(0),
         _ => {

@@ -103,3 +103,58 @@ pub(crate) fn bin() -> std::path::PathBuf {
         std::path::PathBuf::from,
     )
 }
+
+/// `preempt ARGS` with a history database private to `dir`, real-time as this process may.
+pub(crate) fn preempt_in(dir: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin());
+    c.env("PREEMPT_HISTORY", dir.join("history.sqlite"))
+        .env_remove("PREEMPT_SOFT");
+    c
+}
+
+/// Whether this process is root (then unprivileged cases go through `setpriv`).
+pub(crate) fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+/// `preempt ARGS` as an unprivileged user: `nobody` via `setpriv` (util-linux) when root,
+/// else this user. `dir` is handed to that user (mode 0777) so that it can write there.
+pub(crate) fn unprivileged(dir: &std::path::Path) -> std::process::Command {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    if !is_root() {
+        return preempt_in(dir);
+    }
+    let mut c = std::process::Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--",
+    ])
+    .arg(bin())
+    .env("PREEMPT_HISTORY", dir.join("history.sqlite"))
+    .env("HOME", dir)
+    .env_remove("PREEMPT_SOFT")
+    .current_dir(dir);
+    c
+}
+
+/// Asserts `o` exited with `code` and its stderr holds every one of `needles`; returns stderr.
+#[track_caller]
+pub(crate) fn exits(o: &std::process::Output, code: i32, needles: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{stderr}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    for n in needles {
+        assert!(stderr.contains(n), "{n:?} not in: {stderr}");
+    }
+    stderr
+}
