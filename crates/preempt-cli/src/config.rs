@@ -189,17 +189,25 @@ pub fn parse_cpus(list: &str, online: &[usize]) -> Result<Vec<usize>> {
             "--cpus is empty; name at least one CPU, e.g. --cpus 0",
         ));
     }
-    if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
-        return Err(usage(format!(
-            "--cpus: CPU {bad} is not online (online: {})",
-            online
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        )));
+    for &c in &cpus {
+        online_cpu(c, "--cpus", online)?;
     }
     Ok(cpus)
+}
+
+/// `cpu` (given with `flag`) when it is online, else a usage error naming the online CPUs.
+pub fn online_cpu(cpu: usize, flag: &str, online: &[usize]) -> Result<usize> {
+    if online.contains(&cpu) {
+        return Ok(cpu);
+    }
+    Err(usage(format!(
+        "{flag}: CPU {cpu} is not online (online: {})",
+        online
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    )))
 }
 
 /// Validates a real-time priority.

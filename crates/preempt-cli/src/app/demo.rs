@@ -27,10 +27,22 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
     let duration_ns = config::parse_duration_ns(&a.duration)?;
     let mut cfg = DemoConfig::new(&a.out);
     cfg.duration_s = duration_ns as f64 / 1e9;
-    cfg.steps = a.steps.parse().map_err(usage)?;
+    if let Some(steps) = &a.steps {
+        cfg.steps = steps.parse().map_err(usage)?;
+        // A step the run never reaches would be measured as "no step": refuse it.
+        let samples = cfg.samples();
+        if let Some(late) = cfg.steps.0.iter().find(|s| s.at_sample >= samples) {
+            return Err(usage(format!(
+                "--steps {steps}: a step at {} s is at or after the end of the run \
+                 (--duration {}); move it earlier or lengthen --duration",
+                late.at_sample as f64 * preempt_gimbal::control::SAMPLE_S,
+                a.duration
+            )));
+        }
+    }
     cfg.seed = a.seed;
-    if a.plant_cpu.is_some() {
-        cfg.plant_cpu = a.plant_cpu;
+    if let Some(c) = a.plant_cpu {
+        cfg.plant_cpu = Some(online_cpu(c, "--plant-cpu")?);
     }
     cfg.plant_exe = std::env::current_exe().context("cannot find the preempt binary itself")?;
     cfg.plant_prefix = vec!["__gimbal-plant".into()];
@@ -83,6 +95,13 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
         data.output_error.as_deref(),
         "the demo",
     )
+}
+
+/// `cpu` (the value of `flag`) when it is online; else a usage error naming the online CPUs
+/// (pinning to it would fail, and the plant would run unpinned).
+pub(super) fn online_cpu(cpu: usize, flag: &str) -> Result<usize> {
+    let online = preempt_io::sys::cpu::online_cpus().context("cannot read the online CPUs")?;
+    config::online_cpu(cpu, flag, &online)
 }
 
 /// Highest task priority of the demos' controllers (`p90` in both apps): what the runtime's

@@ -18,6 +18,11 @@ fn open_existing(args: &HistoryConfig) -> Result<History> {
 
 /// `preempt history`: returns the exit code.
 pub fn run(args: &HistoryCmdArgs) -> Result<u8> {
+    if args.limit == 0 {
+        return Err(usage(
+            "--limit must be at least 1 (the number of runs listed, newest first)",
+        ));
+    }
     let db = open_existing(&args.db.config())?;
     let mut out = std::io::stdout().lock();
     match args.action.clone().unwrap_or(Action::List) {

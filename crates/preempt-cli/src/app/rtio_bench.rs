@@ -9,7 +9,7 @@ use preempt_rtio_bench::control::{RunControl, StopNotice};
 use preempt_rtio_bench::report::Document;
 
 use crate::cli::RtioBenchArgs;
-use crate::error::{EXIT_OK, usage};
+use crate::error::{EXIT_OK, PrivilegeError, privilege_hint, usage};
 use crate::export::Sink;
 use crate::results::rtio::RtioBenchResult;
 use crate::results::{RunResult, WarningRecord};
@@ -17,6 +17,7 @@ use crate::rtio::{bench_error, cell_warnings, groups, settings};
 use crate::session::Session;
 use crate::warnings::Warning;
 use crate::{measure, sysinfo};
+use preempt_io::sys::sched::Policy;
 
 /// `preempt rtio-bench`: returns the exit code.
 pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
@@ -113,9 +114,27 @@ pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
              `preempt compare`"
         ),
     }
-    saved.exit(if interrupted {
-        measure::interrupted_exit_code()
-    } else {
-        EXIT_OK
-    })
+    if interrupted {
+        return saved.exit(measure::interrupted_exit_code());
+    }
+    // The table's exit 3: the real-time part could not run (the results are written, and
+    // their warning says so), e.g. as a user without CAP_SYS_NICE or RLIMIT_RTPRIO.
+    let refused = result
+        .cells
+        .iter()
+        .filter(|c| !c.consumer_sched_fifo)
+        .count();
+    saved.exit(EXIT_OK)?;
+    if refused > 0 {
+        return Err(anyhow::Error::new(PrivilegeError(format!(
+            "the consumer did not get SCHED_FIFO {} in {refused} of {} cells, which measured \
+             SCHED_OTHER instead (results written, marked with a warning): {}",
+            cfg.priority,
+            result.cells.len(),
+            privilege_hint(&Policy::Fifo {
+                priority: cfg.priority
+            })
+        ))));
+    }
+    Ok(EXIT_OK)
 }

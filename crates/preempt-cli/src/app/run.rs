@@ -23,7 +23,7 @@ use crate::cli::{HistoryArgs, LatencyArgs, OutputArgs, RtArgs, RunArgs, StressAr
 use crate::config::{
     LatencyConfig, PolicyArg, RtConfig, SetArg, SourceArg, StressConfig, StressKind, StressTool,
 };
-use crate::error::{EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, usage};
+use crate::error::{EXIT_FAILURE, EXIT_OK, usage};
 use crate::export::{Exporter, json::JsonExporter, write_atomically};
 use crate::history::{History, HistoryConfig};
 use crate::measure::latency::EnvFacts;
@@ -458,6 +458,10 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     });
     bar.step = 5;
     bar.set(0.0, "report");
+    if written.is_empty() && stop.load(Relaxed) {
+        eprintln!("preempt: interrupted before the first step finished: no result was written");
+        return Ok(measure::interrupted_exit_code());
+    }
     // The report is drawn from the files just written, exactly as `preempt report` would.
     let inputs = crate::results::input::load_many(&written)?;
     let trace_data: Vec<crate::report::Trace> = traces
@@ -490,7 +494,7 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
         eprintln!("preempt: {n}");
     }
     if stop.load(Relaxed) {
-        return Ok(EXIT_INTERRUPTED);
+        return Ok(measure::interrupted_exit_code());
     }
     if !failed.is_empty() {
         eprintln!(

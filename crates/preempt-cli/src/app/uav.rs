@@ -100,8 +100,8 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
         cfg.duration_s = config::parse_duration_ns(d)? as f64 / 1e9;
     }
     cfg.seed = a.seed;
-    if a.sim_cpu.is_some() {
-        cfg.sim_cpu = a.sim_cpu;
+    if let Some(c) = a.sim_cpu {
+        cfg.sim_cpu = Some(super::demo::online_cpu(c, "--sim-cpu")?);
     }
     cfg.sim_exe = std::env::current_exe().context("cannot find the preempt binary itself")?;
     cfg.sim_prefix = vec!["__uav-sim".into()];

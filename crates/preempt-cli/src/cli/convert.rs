@@ -237,6 +237,13 @@ impl MicroConfig {
                 a.priority
             )));
         }
+        if a.priority == 1 {
+            return Err(usage(
+                "--priority 1 leaves no lower priority for the partner threads (they run 10 \
+                 below, at least 1), so the lower-priority benchmarks would measure equals: use \
+                 2..=98, or 0 for SCHED_OTHER",
+            ));
+        }
         let ids = all_ids();
         if let Some(bad) = a.only.iter().find(|o| !ids.contains(&o.as_str())) {
             return Err(usage(format!(

@@ -137,9 +137,10 @@ pub struct GimbalArgs {
     /// Run length (e.g. 5s, 500ms).
     #[arg(long, default_value = "2s")]
     pub duration: String,
-    /// Setpoint steps, AXIS=RAD@TIME, comma-separated.
-    #[arg(long, default_value = "pan=0.5@0.2s,tilt=-0.3@1.0s")]
-    pub steps: String,
+    /// Setpoint steps, AXIS=RAD@TIME, comma-separated, each before the end of the run
+    /// [default: pan=0.5@0.2s,tilt=-0.3@1.0s].
+    #[arg(long)]
+    pub steps: Option<String>,
     /// Sensor noise seed (the reference uses the same).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -425,7 +426,8 @@ pub struct MicroArgs {
     /// CPU every benchmark thread is pinned to [default: the last online CPU].
     #[arg(long, value_name = "N")]
     pub cpu: Option<usize>,
-    /// SCHED_FIFO priority of the benchmark threads (lower-priority partners run 10 below);
+    /// SCHED_FIFO priority of the benchmark threads, 2..=98 (lower-priority partners run 10
+    /// below, at least 1);
     /// 0 runs them as SCHED_OTHER (the Zephyr set is then skipped).
     #[arg(short, long, default_value_t = 80)]
     pub priority: u8,
