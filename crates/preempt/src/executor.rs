@@ -423,6 +423,12 @@ pub struct Executor<M: Message, const N: usize> {
     throttle: UnsafeCell<Option<ThrottleWatch>>,
     /// A job whose release latency reaches this asks the detector (u64::MAX: off).
     throttle_min_ns: Cell<u64>,
+    /// The detector's baseline is re-read when the level goes idle at or after this time
+    /// (u64::MAX: off).
+    throttle_resample_ns: Cell<u64>,
+    /// The detector is asked again only at or after this time: one throttled window cannot
+    /// end sooner than `throttle_min_ns` after the last question.
+    throttle_ask_ns: Cell<u64>,
     /// Throttled windows counted (read by `stats()` from any thread).
     throttled: AtomicU64,
     /// Set by the thread that runs the loop, so that only one ever does.
@@ -476,6 +482,8 @@ impl<M: Message, const N: usize> Executor<M, N> {
             window: Window::new(),
             throttle: UnsafeCell::new(None),
             throttle_min_ns: Cell::new(u64::MAX),
+            throttle_resample_ns: Cell::new(u64::MAX),
+            throttle_ask_ns: Cell::new(0),
             throttled: AtomicU64::new(0),
             claimed: AtomicBool::new(false),
             ident: Cell::new((0, None)),
@@ -779,7 +787,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
             tc.stats.record_start(release_ns, start_ns);
             let latency_ns = start_ns.saturating_sub(release_ns);
             if latency_ns >= self.throttle_min_ns.get() {
-                self.note_stall(latency_ns);
+                self.note_stall(latency_ns, start_ns);
             }
             tc.stats.record_completion(Completion {
                 release_ns,
@@ -1179,7 +1187,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                         // the skipped ones is tells whether the thread waited out a window.
                         let late_ns = now.saturating_sub(pending);
                         if late_ns >= self.throttle_min_ns.get() {
-                            self.note_stall(late_ns);
+                            self.note_stall(late_ns, now);
                         }
                     }
                     if crate::explain::active() {
@@ -1282,24 +1290,45 @@ impl<M: Message, const N: usize> Executor<M, N> {
         }
         let watch = ThrottleWatch::open();
         self.throttle_min_ns.set(watch.min_ns());
+        self.throttle_resample_ns.set(0);
         // SAFETY: executor thread only (`claimed` admits one), before any job: no other
         // reference to the cell's content exists.
         unsafe { *self.throttle.get() = Some(watch) };
     }
 
-    /// Re-reads the detector's baseline (at most every 10 ms; when the level goes idle).
+    /// Re-reads the detector's baseline when the level goes idle, at most every
+    /// `SAMPLE_EVERY_NS` (10 ms): a load and a comparison on the way to the park.
+    #[inline(always)]
     fn sample_throttle(&self) {
-        // SAFETY: executor thread only; no other reference to the watch is alive here.
-        if let Some(w) = unsafe { &mut *self.throttle.get() } {
-            w.sample(self.last_end_ns.get());
+        let now = self.last_end_ns.get();
+        if now >= self.throttle_resample_ns.get() {
+            self.resample_throttle(now);
         }
     }
 
-    /// A job started `latency_ns` after its release: did the thread wait out a throttled
-    /// window on its runqueue?
     #[cold]
     #[inline(never)]
-    fn note_stall(&self, latency_ns: u64) {
+    fn resample_throttle(&self, now: u64) {
+        self.throttle_resample_ns
+            .set(now.saturating_add(preempt_io::sys::schedstat::SAMPLE_EVERY_NS));
+        // SAFETY: executor thread only; no other reference to the watch is alive here.
+        if let Some(w) = unsafe { &mut *self.throttle.get() } {
+            w.sample(now);
+        }
+    }
+
+    /// A job started `latency_ns` after its release, at `now_ns`: did the thread wait out a
+    /// throttled window on its runqueue? Asked at most once per `throttle_min_ns` (a level
+    /// that falls behind has a late job on every activation: one `pread` of schedstat per
+    /// window is enough, one per job is not).
+    #[cold]
+    #[inline(never)]
+    fn note_stall(&self, latency_ns: u64, now_ns: u64) {
+        if now_ns < self.throttle_ask_ns.get() {
+            return;
+        }
+        self.throttle_ask_ns
+            .set(now_ns.saturating_add(self.throttle_min_ns.get()));
         // SAFETY: executor thread only (run_job runs there); no other reference to the
         // watch is alive here.
         if let Some(w) = unsafe { &mut *self.throttle.get() } {
@@ -1470,9 +1499,7 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 if sample {
                     self.sample_faults();
                 }
-                if self.accounting {
-                    self.sample_throttle();
-                }
+                self.sample_throttle();
             }
             let spin = match control.idle {
                 IdlePolicy::Sleep => false,
