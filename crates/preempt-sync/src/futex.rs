@@ -137,6 +137,8 @@ mod real {
         timeout: *const libc::timespec,
         val3: u32,
     ) -> io::Result<libc::c_long> {
+        let counted = op != FUTEX_WAIT_BITSET && FRAMEWORK_SWITCHES.with(|c| c.get().is_some());
+        let before = if counted { voluntary_switches() } else { 0 };
         // SAFETY: `word.as_ptr()` is a valid, aligned u32 that lives as long as the borrow
         // (the kernel only accesses it during the call); `timeout` is valid or null by this
         // function's contract; `uaddr2` is null and unused by every op used in this module.
@@ -150,6 +152,10 @@ mod real {
                 val3,
             )
         };
+        if counted {
+            let n = voluntary_switches().saturating_sub(before);
+            FRAMEWORK_SWITCHES.with(|c| c.set(c.get().map(|t| t.wrapping_add(n))));
+        }
         if rc < 0 {
             // The kernel returns -errno; `rc` is in -4095..=-1.
             Err(io::Error::from_raw_os_error(-rc as i32))
@@ -237,6 +243,47 @@ mod real {
     thread_local! {
         /// `FUTEX_LOCK_PI`/`FUTEX_LOCK_PI2` calls made by this thread (wrapping).
         static PI_LOCK_CALLS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    thread_local! {
+        /// While `Some`: the voluntary context switches this thread made inside the futex
+        /// calls of [`lock_pi`], [`trylock_pi`], [`unlock_pi`] and [`wake`] (not [`wait`]).
+        static FRAMEWORK_SWITCHES: Cell<Option<u64>> = const { Cell::new(None) };
+    }
+
+    /// `getrusage(RUSAGE_THREAD)`'s voluntary context switches of this thread (0 if the
+    /// call fails, which it cannot for the calling thread).
+    fn voluntary_switches() -> u64 {
+        // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a valid, writable `rusage` for the duration of the call.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } != 0 {
+            return 0;
+        }
+        u64::try_from(usage.ru_nvcsw).unwrap_or(0)
+    }
+
+    /// Starts counting, on this thread, the voluntary context switches made inside
+    /// preempt-sync's lock, unlock and wake calls ([`framework_switches`]): two
+    /// `getrusage` per such call from then on. For a real-time safety check, which must tell
+    /// a job's own blocking from the framework's: the PCP slow path's `FUTEX_LOCK_PI` may
+    /// sleep and be woken more than once in the kernel (the rt_mutex's wake-ups as waiters
+    /// and owners change), and on PREEMPT_RT the kernel's own locks inside any futex call
+    /// are sleeping locks, so counting calls does not count switches. [`wait`] is never
+    /// counted: a job that waits is blocking, whoever provides the wait.
+    pub fn count_framework_switches() {
+        FRAMEWORK_SWITCHES.with(|c| {
+            if c.get().is_none() {
+                c.set(Some(0));
+            }
+        });
+    }
+
+    /// The voluntary context switches counted since [`count_framework_switches`] on this
+    /// thread (wrapping; 0 if never started).
+    #[inline]
+    pub fn framework_switches() -> u64 {
+        FRAMEWORK_SWITCHES.with(|c| c.get().unwrap_or(0))
     }
 
     /// How many times this thread entered the kernel to take a PI futex ([`lock_pi`]),
@@ -569,6 +616,14 @@ mod model {
     /// The model's count of [`lock_pi`] calls by this thread (as the real one).
     pub fn pi_lock_calls() -> u32 {
         PI_LOCK_CALLS.with(std::cell::Cell::get)
+    }
+
+    /// The model has no context switches to count (as the real one, with nothing counted).
+    pub fn count_framework_switches() {}
+
+    /// Always 0 in the model.
+    pub fn framework_switches() -> u64 {
+        0
     }
 
     loom::thread_local! {

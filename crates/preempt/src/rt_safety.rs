@@ -16,12 +16,12 @@
 //! | `allocation`, `deallocation` | [`CheckedAlloc`], the `#[global_allocator]` the app macro installs with the generated `main` | yes |
 //! | `lock`, `sleep`, `io`, `thread_spawn`, `fork`, `mmap` | libc entry points interposed by `preempt_io::sys::interpose` (the table there says which call is which kind) | yes |
 //! | `page_fault`    | `getrusage(RUSAGE_THREAD)` before and after the job: minor + major faults | no: the task and the job |
-//! | `context_switch`| the same delta of voluntary context switches, less the interposed calls of the job and the PCP slow path's `FUTEX_LOCK_PI` calls (each may block once) | no |
+//! | `context_switch`| the same delta of voluntary context switches, less the interposed calls of the job (each may block once) and the switches made inside preempt-sync's lock, unlock and wake calls (counted by `getrusage` around each, in this mode only) | no |
 //!
 //! The framework's own paths inside a job are not reported: preempt-sync's futex calls (the
 //! PCP slow path, the doorbell of a spawn to a sleeping level) go to the kernel without
-//! libc, so no interposer sees them, and the job's count of `FUTEX_LOCK_PI` calls
-//! (`preempt_sync::futex::pi_lock_calls`) explains the context switches they cause; the
+//! libc, so no interposer sees them, and the context switches made inside them
+//! (`preempt_sync::futex::framework_switches`) are subtracted from the job's; the
 //! doorbell's eventfd write and everything this module does itself run suppressed
 //! (`preempt_io::sys::interpose::suppress`).
 //!
@@ -248,8 +248,8 @@ thread_local! {
     static BASE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     /// Page faults and voluntary switches of the job's [`allow`]ed sections.
     static EXCUSED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-    /// `preempt_sync::futex::pi_lock_calls()` at the job's start.
-    static PI_LOCKS: Cell<u32> = const { Cell::new(0) };
+    /// `preempt_sync::futex::framework_switches()` at the job's start.
+    static FRAMEWORK: Cell<u64> = const { Cell::new(0) };
     /// Set by [`probe`]: the next finding only marks `PROBED`.
     static PROBING: Cell<bool> = const { Cell::new(false) };
     static PROBED: Cell<bool> = const { Cell::new(false) };
@@ -347,7 +347,8 @@ pub fn job_begin(task: &'static str, priority: u8, cycle: u64) {
     let base = usage();
     BASE.with(|b| b.set(base));
     EXCUSED.with(|e| e.set((0, 0)));
-    PI_LOCKS.with(|p| p.set(preempt_sync::futex::pi_lock_calls()));
+    preempt_sync::futex::count_framework_switches();
+    FRAMEWORK.with(|f| f.set(preempt_sync::futex::framework_switches()));
     interpose::arm();
 }
 
@@ -356,7 +357,8 @@ pub fn job_begin(task: &'static str, priority: u8, cycle: u64) {
 #[inline(never)]
 pub fn job_end() {
     let calls = interpose::disarm();
-    let pi_locks = preempt_sync::futex::pi_lock_calls().wrapping_sub(PI_LOCKS.with(Cell::get));
+    let framework =
+        preempt_sync::futex::framework_switches().wrapping_sub(FRAMEWORK.with(Cell::get));
     let (faults, switches) = usage();
     let (faults0, switches0) = BASE.with(Cell::get);
     let (excused_faults, excused_switches) = EXCUSED.with(Cell::get);
@@ -367,7 +369,7 @@ pub fn job_end() {
         .saturating_sub(switches0)
         .saturating_sub(excused_switches)
         .saturating_sub(u64::from(calls))
-        .saturating_sub(u64::from(pi_locks));
+        .saturating_sub(framework);
     if faults > 0 {
         record(Kind::PageFault, faults, None, false);
     }
