@@ -138,7 +138,7 @@ pub struct GimbalArgs {
     #[arg(long, default_value = "2s")]
     pub duration: String,
     /// Setpoint steps, AXIS=RAD@TIME, comma-separated, each before the end of the run
-    /// [default: pan=0.5@0.2s,tilt=-0.3@1.0s].
+    /// (default: pan=0.5@0.2s,tilt=-0.3@1.0s).
     #[arg(long)]
     pub steps: Option<String>,
     /// Sensor noise seed (the reference uses the same).
