@@ -9,6 +9,17 @@
 //! | CAP_SYS_NICE, or RLIMIT_RTPRIO ≥ highest task priority | the app has tasks  | error      |
 //! | CAP_IPC_LOCK, or RLIMIT_MEMLOCK unlimited | always (`mlockall(MCL_CURRENT \| MCL_FUTURE)`; a finite limit would make later allocations fail) | error |
 //! | kernel is PREEMPT_RT           | never required                       | warning              |
+//! | not under user-mode emulation (qemu-user) | never required            | warning              |
+//!
+//! Under user-mode emulation the emulator itself is not real-time safe: qemu-user runs every
+//! thread of the app as a host thread and serialises parts of its translator with spin locks
+//! that know nothing of priorities. An executor that preempts a lower one inside such a lock
+//! spins on it for ever once every CPU runs a spinner. Seen under qemu-user 7.2 on a 2-CPU
+//! host: 2 runs in 60 of a three-level app (`runtime_tasks`' `rtic_sync`) hung, gdb showing
+//! both higher executors in a `pause` loop in qemu's own text and the lowest one runnable but
+//! starved. Under a full-system emulator (qemu-system) the guest kernel schedules the
+//! threads and this does not arise. The app still starts (functional tests under qemu-user
+//! are useful), with a warning that says so.
 //!
 //! Soft mode (`PREEMPT_SOFT=1` in the environment) skips the real-time policy and memory
 //! locking and prints a loud warning instead: for laptops and unprivileged CI, never for a
@@ -32,6 +43,8 @@ pub(crate) struct Facts {
     pub(crate) preempt_model: String,
     pub(crate) exe: String,
     pub(crate) user: String,
+    /// `Some(host architecture)` under user-mode emulation.
+    pub(crate) emulated_on: Option<&'static str>,
 }
 
 impl Facts {
@@ -56,6 +69,7 @@ impl Facts {
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| "<your program>".into()),
             user: std::env::var("USER").unwrap_or_else(|_| "<user>".into()),
+            emulated_on: preempt_io::sys::cpu::user_mode_emulation(),
         }
     }
 }
@@ -74,6 +88,8 @@ pub(crate) enum Problem {
 pub(crate) enum Warning {
     /// The kernel is not PREEMPT_RT.
     NotPreemptRt { model: String },
+    /// This binary runs under user-mode emulation on a `host` machine (see the module docs).
+    UserModeEmulation { host: &'static str },
 }
 
 /// Problems (start-up stops) and warnings (it goes on).
@@ -103,6 +119,9 @@ pub(crate) fn assess(facts: &Facts, max_priority: Option<u8>) -> Assessment {
         out.warnings.push(Warning::NotPreemptRt {
             model: facts.preempt_model.clone(),
         });
+    }
+    if let (Some(_), Some(host)) = (max_priority, facts.emulated_on) {
+        out.warnings.push(Warning::UserModeEmulation { host });
     }
     out
 }
@@ -174,6 +193,18 @@ pub(crate) fn render_warning(warning: &Warning) -> String {
              PREEMPT_RT kernel (Debian: linux-image-rt-amd64 / linux-image-rt-arm64) for \
              bounded latency."
         ),
+        Warning::UserModeEmulation { host } => {
+            let arch = std::env::consts::ARCH;
+            format!(
+                "preempt: warning: this {arch} binary runs under user-mode emulation \
+                 (qemu-user) on an {host} host: its timing says nothing about an {arch} \
+                 machine, and the emulator's own spin locks know no priorities, so SCHED_FIFO \
+                 executors of different priorities can livelock inside it (a higher one \
+                 spinning for ever on a lock a preempted lower one holds). For functional \
+                 tests run it with {SOFT_ENV}=1; for real-time behaviour run it on an {arch} \
+                 machine or in a full-system emulator (qemu-system-{arch} with its own kernel)."
+            )
+        }
     }
 }
 
@@ -215,7 +246,34 @@ mod tests {
             preempt_model: "voluntary".into(),
             exe: "/usr/bin/robot".into(),
             user: "alice".into(),
+            emulated_on: None,
         }
+    }
+
+    #[test]
+    fn user_mode_emulation_is_a_warning_that_names_the_livelock_and_the_fixes() {
+        let mut f = facts();
+        f.cap_sys_nice = true;
+        f.cap_ipc_lock = true;
+        f.preempt_rt = true;
+        f.emulated_on = Some("x86_64");
+        let a = assess(&f, Some(3));
+        assert!(a.problems.is_empty());
+        assert_eq!(
+            a.warnings,
+            vec![Warning::UserModeEmulation { host: "x86_64" }]
+        );
+        let text = render_warning(&a.warnings[0]);
+        for needle in [
+            "user-mode emulation (qemu-user) on an x86_64 host",
+            "livelock",
+            "PREEMPT_SOFT=1",
+            "full-system emulator",
+        ] {
+            assert!(text.contains(needle), "missing `{needle}`: {text}");
+        }
+        // No tasks, no real-time executors: nothing to warn of.
+        assert!(assess(&f, None).warnings.is_empty());
     }
 
     #[test]
