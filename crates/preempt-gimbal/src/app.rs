@@ -100,11 +100,12 @@ mod controller {
     use preempt::bridge::{Receiver, Sender};
 
     use super::{CTRL_NS, LIVE_SETPOINTS, PLANT_DEAD, REFUSED, STOP, T0};
-    use crate::control::{Cascade, POSITION_EVERY, Steps, counts_to_rad};
-    use crate::exchange;
-    use crate::frame::{FRAME_LEN, Tx};
+    use crate::control::{Cascade, POSITION_EVERY, SAMPLE_NS, Steps, counts_to_rad};
+    use crate::frame::{self, FRAME_LEN, Tx};
     use crate::model::AxisParams;
-    use crate::record::{Grid, SampleRecord, SetpointCmd, Volts};
+    use crate::record::{SampleRecord, SetpointCmd, Volts};
+    use preempt_rig::exchange;
+    use preempt_rig::grid::Grid;
 
     #[shared]
     struct Shared {
@@ -130,7 +131,7 @@ mod controller {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        let setup = crate::harness::take_setup(&super::SETUP);
+        let setup = preempt_rig::harness::take_setup(&super::SETUP);
         bus_setup::spawn().expect("bus_setup has a free slot at start-up");
         (
             Shared {
@@ -184,7 +185,7 @@ mod controller {
         let grid = cx
             .local
             .grid
-            .get_or_insert_with(|| Grid::new(T0.load(Ordering::Acquire)));
+            .get_or_insert_with(|| Grid::new(T0.load(Ordering::Acquire), SAMPLE_NS));
         let (k, _skipped) = grid.label(start);
         let release = grid.release_ns(k);
         let t0 = grid.t0();
@@ -199,7 +200,7 @@ mod controller {
             volts,
         };
         let ex_start = super::now_ns();
-        let rx = exchange::with_here(|x| x.transfer(&tx));
+        let rx = exchange::with_here(|x| frame::transfer(x, &tx));
         let exchange_ns = super::now_ns().saturating_sub(ex_start);
         let rx = match rx {
             Some(Ok(rx)) if !PLANT_DEAD.load(Ordering::Acquire) => rx,

@@ -26,12 +26,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use preempt::bridge;
 use preempt_io::sys::clock::{self, ClockId};
 
+use crate::app;
 use crate::control::{SAMPLE_NS, SAMPLE_S, Steps};
-use crate::plant_rt::PlantConfig;
 use crate::record::{SampleRecord, SetpointCmd};
-use crate::result::{self, GimbalData, SampleCounts, TelemetryCounts, TimeSummary};
+use crate::result::{self, GimbalData, SampleCounts, TelemetryCounts};
 use crate::telemetry::McapSink;
-use crate::{app, harness};
+use preempt_rig::harness;
+use preempt_rig::outputs::{Outputs, tmp_path};
+use preempt_rig::plant_rt::PlantConfig;
+use preempt_rig::result::{ExplainOutcome, TimeSummary};
 
 /// Bridge capacity, samples: 6.5 s of telemetry, so the recorder may stall that long (disk,
 /// a descheduled thread) before a sample is lost.
@@ -130,108 +133,6 @@ pub fn default_plant_exe() -> PathBuf {
     harness::sibling_exe("gimbal-plant")
 }
 
-/// Where a run's files go.
-#[derive(Clone, Debug)]
-pub struct Outputs {
-    /// `DIR/gimbal.json` (`DIR/STEM.json`).
-    pub json: PathBuf,
-    /// `DIR/gimbal.mcap` (`DIR/STEM.mcap`).
-    pub mcap: PathBuf,
-    /// An earlier run's files set aside by [`Outputs::begin`]: (its name, its name now).
-    set_aside: Vec<(PathBuf, PathBuf)>,
-}
-
-impl Outputs {
-    /// The paths in `dir`, which is created if needed.
-    ///
-    /// # Errors
-    /// The directory cannot be created.
-    pub fn prepare(dir: &Path) -> Result<Outputs, String> {
-        Outputs::prepare_named(dir, "gimbal")
-    }
-
-    /// `DIR/STEM.json` and `DIR/STEM.mcap`, `dir` created if needed.
-    ///
-    /// # Errors
-    /// The directory cannot be created.
-    pub fn prepare_named(dir: &Path, stem: &str) -> Result<Outputs, String> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("--out {}: cannot create the directory: {e}", dir.display()))?;
-        Ok(Outputs {
-            json: dir.join(format!("{stem}.json")),
-            mcap: dir.join(format!("{stem}.mcap")),
-            set_aside: Vec::new(),
-        })
-    }
-
-    /// Where [`Outputs::begin`] sets an earlier run's `path` aside: `DIR/STEM.previous.EXT`
-    /// (`gimbal.previous.json`, `gimbal.previous.mcap`).
-    pub fn previous(path: &Path) -> PathBuf {
-        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-        let ext = path.extension().unwrap_or_default().to_string_lossy();
-        path.with_file_name(format!("{stem}.previous.{ext}"))
-    }
-
-    /// Before anything runs: checks that the result file can be written (a temporary file
-    /// beside it, removed again: the result file itself is only ever created whole, so no
-    /// empty file is left by a run that dies), then sets an earlier run's result file and
-    /// recording aside as `STEM.previous.json` and `STEM.previous.mcap`. A run that is killed
-    /// (SIGKILL, a second Ctrl-C) thus never leaves an earlier run's `STEM.json` looking like
-    /// its own; [`Outputs::abandon`] puts them back when the run never started,
-    /// [`Outputs::replaced`] removes them once this run's result file is written.
-    ///
-    /// # Errors
-    /// The result file cannot be written, or an earlier file cannot be renamed, naming it.
-    pub fn begin(&mut self) -> Result<(), String> {
-        let probe = tmp_path(&self.json);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&probe)
-            .and_then(|_| std::fs::remove_file(&probe))
-            .map_err(|e| format!("--out: cannot write {}: {e}", self.json.display()))?;
-        for path in [&self.json, &self.mcap] {
-            if !path.exists() {
-                continue;
-            }
-            let aside = Outputs::previous(path);
-            std::fs::rename(path, &aside).map_err(|e| {
-                format!(
-                    "--out: cannot set the earlier {} aside as {}: {e}",
-                    path.display(),
-                    aside.display()
-                )
-            })?;
-            self.set_aside.push((path.clone(), aside));
-        }
-        Ok(())
-    }
-
-    /// After a run that never started: the earlier run's files, set aside by
-    /// [`Outputs::begin`], get their names back (DIR is as it was).
-    pub fn abandon(&self) {
-        for (name, aside) in &self.set_aside {
-            let _ = std::fs::rename(aside, name);
-        }
-    }
-
-    /// Once this run's result file is written: removes the earlier run's files that
-    /// [`Outputs::begin`] set aside.
-    pub fn replaced(&self) {
-        for (_, aside) in &self.set_aside {
-            let _ = std::fs::remove_file(aside);
-        }
-    }
-}
-
-/// `PATH.tmp`: where [`write_json`] writes before renaming into place.
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    PathBuf::from(tmp)
-}
-
 /// Runs the demo. `stop` is the caller's Ctrl-C flag. Returns the data (also written to
 /// `gimbal.json` by [`write_json`]); an interrupted or failed run still returns its data,
 /// marked.
@@ -241,13 +142,13 @@ fn tmp_path(path: &Path) -> PathBuf {
 /// or a run that could not start at all (missing privileges: the app printed the fix).
 pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outputs), String> {
     cfg.validate()?;
-    let mut out = Outputs::prepare(&cfg.out_dir)?;
+    let mut out = Outputs::prepare(&cfg.out_dir, "gimbal")?;
     out.begin()?;
     match record(cfg, stop, &out) {
         Ok(data) => Ok((data, out)),
         Err(e) => {
             // Never started (or could not): an earlier run's files in DIR stay as they were.
-            let _ = std::fs::remove_file(crate::telemetry::part_path(&out.mcap));
+            let _ = std::fs::remove_file(preempt_rig::telemetry::part_path(&out.mcap));
             out.abandon();
             Err(e)
         }
@@ -437,7 +338,7 @@ fn record(cfg: &DemoConfig, stop: &Arc<AtomicBool>, out: &Outputs) -> Result<Gim
                 },
             })
         },
-        explained: result::ExplainOutcome::of(explained),
+        explained: ExplainOutcome::of(explained),
     };
     match write_json(&out.json, &data) {
         Ok(()) => out.replaced(),

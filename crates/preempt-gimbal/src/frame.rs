@@ -1,8 +1,8 @@
 //! The simulated SPI exchange between controller and plant: one full-duplex 24-byte
 //! transaction every 100 µs, as the thesis's Raspberry Pi and STM32 exchanged (§7.1).
 //!
-//! The "bus" is a shared memory page (a memfd both processes map or `pread`/`pwrite`) and
-//! two eventfds:
+//! The "bus" is the rig's: a shared memory page (a memfd both processes map or
+//! `pread`/`pwrite`, laid out by `preempt_rig::page`) and two eventfds:
 //!
 //! ```text
 //!  controller (sample task, RTIO chain)             plant process (polling loop)
@@ -40,64 +40,26 @@
 //! assert_eq!(tx.encode().len(), FRAME_LEN);
 //! ```
 
+use std::io;
+
+use preempt_rig::exchange::Exchange;
+
 /// Bytes per direction of one transaction.
 pub const FRAME_LEN: usize = 24;
 /// SPI clock of the simulated bus, Hz (the thesis's setup ran SPI at 10 MHz class speeds).
 pub const BUS_HZ: u64 = 10_000_000;
 /// Bus time of one transaction: 24 bytes × 8 bits at 10 MHz = 19.2 µs.
 pub const BUS_NS: u64 = (FRAME_LEN as u64) * 8 * 1_000_000_000 / BUS_HZ;
-/// Size of the shared page.
-pub const PAGE_LEN: usize = 4096;
-/// Bytes of each direction's slot in the page: a plant's frames use a prefix of it (the
-/// gimbal's are [`FRAME_LEN`]; any plant run by [`crate::plant_rt::run`] has up to this).
-pub const SLOT_LEN: usize = 64;
-/// Offset of the TX frame in the page.
-pub const TX_OFF: usize = 0;
-/// Offset of the RX frame in the page.
-pub const RX_OFF: usize = 64;
-/// Offset of the plant's counters (u64 each, written by the plant, read by anyone).
-pub const STATS_OFF: usize = 128;
-/// Counter: plant steps taken.
-pub const STAT_STEPS: usize = STATS_OFF;
-/// Counter: grid steps that passed while the plant's loop wanted its CPU and did not run
-/// (a timer wake-up late past its event, or a gap in a spin).
-pub const STAT_LATE_STEPS: usize = STATS_OFF + 8;
-/// Counter: largest such gap, ns.
-pub const STAT_MAX_LATE_NS: usize = STATS_OFF + 16;
-/// Counter: transactions served.
-pub const STAT_TRANSFERS: usize = STATS_OFF + 24;
-/// Flags granted to the plant process: bit 0 SCHED_FIFO, bit 1 pinned, bit 63 running.
-pub const STAT_FLAGS: usize = STATS_OFF + 32;
-/// Counter: stalls, gaps of [`STALL_NS`] or more in which the loop wanted its CPU and did
-/// not run (each counts once, however many steps it spans).
-pub const STAT_STALLS: usize = STATS_OFF + 40;
-/// Counter: stalls during which the loop's thread was preempted in the guest (its
-/// involuntary context switches grew): another thread ran on its CPU, e.g. the kernel's
-/// fair server giving starved SCHED_OTHER tasks their share. The other stalls had no
-/// switch: interrupts, or the hypervisor running something else on the vCPU.
-pub const STAT_STALLS_PREEMPTED: usize = STATS_OFF + 48;
-/// Counter: of the stalls, those in which the loop's thread waited on its runqueue for as long
-/// as the kernel's throttling window (80 % of it or more): the real-time class stopped on the
-/// plant's CPU by `sched_rt_runtime_us` or the fair server ([`crate::plant_rt`],
-/// "Background").
-pub const STAT_THROTTLED: usize = STATS_OFF + 56;
-/// Counter: CPU time the plant's loop thread used, ns (published every 10 ms and at the end).
-pub const STAT_CPU_NS: usize = STATS_OFF + 64;
-/// Counter: wall time of the plant's loop since its grid started, ns, as of
-/// [`STAT_CPU_NS`]'s update: `cpu / wall` is the loop's duty cycle.
-pub const STAT_WALL_NS: usize = STATS_OFF + 72;
-/// Lateness that makes a stall: 1 ms, 40 steps (more than a wake-up, as long as a
-/// scheduler time slice or a throttled real-time class).
-pub const STALL_NS: u64 = 1_000_000;
-/// Flag bit: the 40 kHz loop runs under SCHED_FIFO.
-pub const FLAG_FIFO: u64 = 1;
-/// Flag bit: the plant is pinned to a CPU.
-pub const FLAG_PINNED: u64 = 2;
-/// First flag bit a plant model may set for itself ([`crate::plant_rt::PlantModel::flags`]);
-/// bits 8 to 62 are the model's.
-pub const FLAG_MODEL_FIRST: u64 = 1 << 8;
-/// Flag bit: the plant's loop has started (its clock is running).
-pub const FLAG_RUNNING: u64 = 1 << 63;
+/// One gimbal transaction on the rig's exchange (set up for [`FRAME_LEN`] each way): sends
+/// `tx`, returns what the plant sent meanwhile.
+///
+/// # Errors
+/// Any entry's error (a closed descriptor, a short transfer).
+pub fn transfer(x: &mut Exchange, tx: &Tx) -> io::Result<Rx> {
+    let mut b = [0_u8; FRAME_LEN];
+    x.transfer_bytes(&tx.encode(), &mut b)?;
+    Ok(Rx::decode(&b))
+}
 
 /// Controller → plant.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -190,12 +152,6 @@ mod tests {
     #[test]
     fn bus_time_is_24_bytes_at_10_mhz() {
         assert_eq!(BUS_NS, 19_200);
-        const {
-            assert!(
-                FRAME_LEN <= SLOT_LEN
-                    && RX_OFF >= TX_OFF + SLOT_LEN
-                    && STATS_OFF >= RX_OFF + SLOT_LEN
-            )
-        };
+        const { assert!(FRAME_LEN <= preempt_rig::page::SLOT_LEN) };
     }
 }

@@ -18,11 +18,14 @@
 //!                                              └─────────────────────────────────────────┘
 //! ```
 //!
+//! The plant process's loop, its spawner and supervision, the RTIO exchange, the run's helper
+//! threads and the MCAP sink are the rig's (`preempt_rig`), which `preempt-uav` stands on
+//! too; this crate adds what is specific to the gimbal.
+//!
 //! Modules, lowest first: [`model`] (physics), [`frame`] (the wire), [`control`] (the four
-//! controllers and the setpoint script), [`record`] (what a sample produces),
-//! [`plant_rt`] (the plant process's threads), [`plant_main`] (its command line), [`spawn`]
-//! (starting it), [`exchange`] (RTIO
-//! transactions), [`app`] (the real controller), [`reference`](mod@reference) (the mock-clock one),
+//! controllers and the setpoint script), [`record`] (what a sample produces), [`plant`] (the
+//! plant on the rig's loop, and its process's command line), [`app`] (the real controller),
+//! [`reference`](mod@reference) (the mock-clock one),
 //! [`telemetry`] (MCAP), [`result`] (figures, `demo_gimbal`), `live` (the Foxglove WebSocket
 //! server, cargo feature `foxglove`), `ros2` (the ROS 2 node, cargo feature `ros2`),
 //! [`demo`] (one run).
@@ -41,18 +44,14 @@
 pub mod app;
 pub mod control;
 pub mod demo;
-pub mod exchange;
 pub mod frame;
-pub mod harness;
 #[cfg(feature = "foxglove")]
 pub mod live;
 pub mod model;
-pub mod plant_main;
-pub mod plant_rt;
+pub mod plant;
 pub mod record;
 pub mod reference;
 pub mod result;
 #[cfg(feature = "ros2")]
 pub mod ros2;
-pub mod spawn;
 pub mod telemetry;

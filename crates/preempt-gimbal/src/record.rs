@@ -1,15 +1,14 @@
-//! What both controller apps (real and reference) share: the voltage resource, the sample
-//! grid, and the telemetry record one sample produces.
+//! What both controller apps (real and reference) share: the voltage resource, the setpoint
+//! command, and the telemetry record one sample produces (the sample grid that labels it is
+//! the rig's, `preempt_rig::grid`).
 //!
 //! ```
-//! use preempt_gimbal::record::Grid;
-//! let mut g = Grid::new(1_000);
-//! assert_eq!(g.label(1_000 + 5_000), (0, 0));          // first sample, 5 µs late
-//! assert_eq!(g.label(1_000 + 100_000 + 7_000), (1, 0));
-//! assert_eq!(g.label(1_000 + 300_000 + 1_000), (3, 1)); // sample 2 was skipped
+//! use preempt_gimbal::record::Volts;
+//! let mut v = Volts::new();
+//! assert!(!v.answers(0));
+//! v.answered = [0, 0];
+//! assert!(v.answers(0));
 //! ```
-
-use crate::control::SAMPLE_NS;
 
 /// A setpoint sent from the non-real-time side (a Foxglove client) to `sample` through the
 /// bridge: from the next sample on, `axis` follows `rad` instead of the script.
@@ -43,58 +42,6 @@ impl Volts {
     /// Whether both controllers answered sample `k`.
     pub fn answers(&self, k: u64) -> bool {
         self.answered == [k, k]
-    }
-}
-
-/// Labels each `sample` job with the release it serves on the 10 kHz grid that starts at
-/// `t0`: the executor's releases are `gate + k·100 µs` and `t0` is taken just after the gate
-/// opens, so a job that starts at `now` serves release `⌊(now − t0 + 20 µs) / 100 µs⌋` (the
-/// 20 µs guard covers the few microseconds between the gate and `t0`), and at least the one
-/// after the previous job's.
-/// The period is the gimbal's 100 µs by default ([`Grid::new`]); [`Grid::with_period`]
-/// serves other loops (`preempt-uav`'s 4 ms).
-#[derive(Clone, Copy, Debug)]
-pub struct Grid {
-    t0: u64,
-    next: u64,
-    period: u64,
-}
-
-/// The guard of [`Grid::label`], ns.
-const GUARD_NS: u64 = 20_000;
-
-impl Grid {
-    /// A 10 kHz grid starting at `t0_ns`.
-    pub const fn new(t0_ns: u64) -> Grid {
-        Grid::with_period(t0_ns, SAMPLE_NS)
-    }
-
-    /// A grid of `period_ns` starting at `t0_ns`.
-    pub const fn with_period(t0_ns: u64, period_ns: u64) -> Grid {
-        Grid {
-            t0: t0_ns,
-            next: 0,
-            period: period_ns,
-        }
-    }
-
-    /// The grid's start, ns.
-    pub fn t0(&self) -> u64 {
-        self.t0
-    }
-
-    /// (sample number, releases skipped since the previous job) for a job starting at `now_ns`.
-    pub fn label(&mut self, now_ns: u64) -> (u64, u64) {
-        let by_time = (now_ns.saturating_sub(self.t0) + GUARD_NS) / self.period;
-        let k = by_time.max(self.next);
-        let skipped = k - self.next;
-        self.next = k + 1;
-        (k, skipped)
-    }
-
-    /// The release time of sample `k`, ns.
-    pub fn release_ns(&self, k: u64) -> u64 {
-        self.t0 + k * self.period
     }
 }
 

@@ -37,15 +37,16 @@ pub fn run(seed: u64, steps: &Steps, samples: u64) -> Result<Vec<SampleRecord>, 
         steps: steps.clone(),
         samples,
     });
-    crate::harness::run_reference(&RECORDS, samples, reference::run)
+    preempt_rig::harness::run_reference(&RECORDS, samples, reference::run)
 }
 
 #[preempt::app(clock = mock, main = false, accounting = false)]
 mod reference {
-    use crate::control::{Cascade, POSITION_EVERY, Steps, counts_to_rad};
+    use crate::control::{Cascade, POSITION_EVERY, SAMPLE_NS, Steps, counts_to_rad};
     use crate::frame::{BUS_NS, Rx};
     use crate::model::{AxisParams, Plant};
-    use crate::record::{Grid, SampleRecord, Volts};
+    use crate::record::{SampleRecord, Volts};
+    use preempt_rig::grid::Grid;
 
     #[shared]
     struct Shared {
@@ -69,7 +70,7 @@ mod reference {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        let setup = crate::harness::take_setup(&super::SETUP);
+        let setup = preempt_rig::harness::take_setup(&super::SETUP);
         (
             Shared {
                 pan: Cascade::for_axis(&AxisParams::PAN),
@@ -81,7 +82,7 @@ mod reference {
             Local {
                 steps: setup.steps,
                 samples: setup.samples,
-                grid: Grid::new(0),
+                grid: Grid::new(0, SAMPLE_NS),
                 last_k: None,
             },
             init::Monotonics(),

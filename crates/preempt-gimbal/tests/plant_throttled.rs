@@ -14,13 +14,13 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use preempt_gimbal::frame::PAGE_LEN;
 use preempt_gimbal::model::Plant;
-use preempt_gimbal::plant_rt::{self, PlantConfig};
-use preempt_gimbal::spawn::{BusEnds, PlantCounters};
 use preempt_io::sys::clock::monotonic_now_ns;
 use preempt_io::sys::memfd::SharedMap;
 use preempt_io::sys::sched::{self, Policy};
+use preempt_rig::page::PAGE_LEN;
+use preempt_rig::plant_rt::{self, PlantConfig};
+use preempt_rig::spawn::{BusEnds, PlantCounters};
 
 /// Runs the plant alone on `cpu` at SCHED_FIFO 95 for `secs` (a hog of SCHED_FIFO 50 beside
 /// it when `hog`, and a SCHED_OTHER task waiting there either way); its counters.

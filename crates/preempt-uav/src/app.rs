@@ -90,9 +90,9 @@ mod flight {
     use std::sync::atomic::Ordering;
 
     use preempt::bridge::Sender;
-    use preempt_gimbal::exchange;
-    use preempt_gimbal::record::Grid;
     use preempt_io::sys::sched::{self, Policy};
+    use preempt_rig::exchange;
+    use preempt_rig::grid::Grid;
 
     use super::{SIM_DEAD, STOP, T0};
     use crate::control::{Controller, Mission, PERIOD_NS, PERIOD_S};
@@ -114,7 +114,7 @@ mod flight {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        let setup = preempt_gimbal::harness::take_setup(&super::SETUP);
+        let setup = preempt_rig::harness::take_setup(&super::SETUP);
         bus_setup::spawn().expect("bus_setup has a free slot at start-up");
         (
             Shared {},
@@ -175,7 +175,7 @@ mod flight {
         let grid = cx
             .local
             .grid
-            .get_or_insert_with(|| Grid::with_period(T0.load(Ordering::Acquire), PERIOD_NS));
+            .get_or_insert_with(|| Grid::new(T0.load(Ordering::Acquire), PERIOD_NS));
         let (k, skipped) = grid.label(start);
         let release = grid.release_ns(k);
         let t0 = grid.t0();

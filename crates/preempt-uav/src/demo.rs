@@ -5,7 +5,7 @@
 //!  1. check the output directory (the files are created before anything is measured)
 //!  2. reference flight (mock clock, this thread)        -> /uav/reference
 //!  3. start uav-sim (own process group; SCHED_FIFO 95, pinned to the last CPU when allowed)
-//!  4. recorder thread: bridge -> /uav/state, keeps the records   (preempt_gimbal::harness)
+//!  4. recorder thread: bridge -> /uav/state, keeps the records   (preempt_rig::harness)
 //!     watchdog thread: simulator alive? stop flag (Ctrl-C)? -> ends the app
 //!  5. the controller app flies for the duration (this thread blocks in it)
 //!  6. stop the simulator, read its counters, finish the MCAP (always), figures -> uav.json
@@ -21,11 +21,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use preempt::bridge;
-pub use preempt_gimbal::demo::Outputs;
-use preempt_gimbal::harness;
-use preempt_gimbal::plant_rt::PlantConfig;
 use preempt_io::sys::clock::{self, ClockId};
 use preempt_io::sys::sched::Policy;
+use preempt_rig::harness;
+pub use preempt_rig::outputs::Outputs;
+use preempt_rig::plant_rt::PlantConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::app;
@@ -159,7 +159,7 @@ pub struct UavData {
 /// fix).
 pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Outputs), String> {
     let samples = cfg.samples()?;
-    let mut out = Outputs::prepare_named(&cfg.out_dir, "uav")?;
+    let mut out = Outputs::prepare(&cfg.out_dir, "uav")?;
     // An earlier flight's uav.json/uav.mcap are set aside as uav.previous.* until the caller
     // has written this one's ([`Outputs::replaced`]).
     out.begin()?;
@@ -167,7 +167,7 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
         Ok(cell) => Ok((cell, out)),
         Err(e) => {
             // Never started (or could not): an earlier flight's files stay as they were.
-            let _ = std::fs::remove_file(preempt_gimbal::telemetry::part_path(&out.mcap));
+            let _ = std::fs::remove_file(preempt_rig::telemetry::part_path(&out.mcap));
             out.abandon();
             Err(e)
         }
@@ -268,7 +268,7 @@ fn record(
     let (counters, sim_crashed, sim_error) = {
         let mut p = sim.lock().unwrap_or_else(|e| e.into_inner());
         let c = p.counters();
-        let flags = p.bus.map.load_u64(preempt_gimbal::frame::STAT_FLAGS);
+        let flags = p.bus.map.load_u64(preempt_rig::page::STAT_FLAGS);
         (c, flags & crate::sim::FLAG_CRASHED != 0, p.stop().err())
     };
     let app_error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
@@ -303,7 +303,7 @@ fn record(
         telemetry_lost: lost,
         sim: counters,
         rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),
-        explained: result::ExplainOutcome::of(explained),
+        explained: preempt_rig::result::ExplainOutcome::of(explained),
         ..FlightCell::default()
     };
     result::fill_quality(&mut cell, &cfg.mission, &records, &reference);
@@ -313,7 +313,7 @@ fn record(
         let h = &t.stats.release_latency;
         if h.count > 0 {
             let p = h.percentiles();
-            cell.latency = result::TimeSummary {
+            cell.latency = preempt_rig::result::TimeSummary {
                 count: h.count,
                 min: h.min_ns.unwrap_or(0),
                 mean: h.mean_ns().unwrap_or(0.0) as u64,

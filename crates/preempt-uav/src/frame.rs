@@ -1,5 +1,5 @@
 //! The vehicle link: the controller's rotor commands and the simulator's sensor frame, in
-//! the gimbal's page slots (`preempt_gimbal::frame`), little-endian.
+//! the rig's page slots (`preempt_rig::page`), little-endian.
 //!
 //! | TX (controller → simulator) | bytes | RX (simulator → controller)       | bytes |
 //! |-----------------------------|-------|-----------------------------------|-------|
@@ -21,7 +21,7 @@
 //! assert_eq!(SensorFrame::decode(&s.encode()), s);
 //! ```
 
-use preempt_gimbal::frame::SLOT_LEN;
+use preempt_rig::page::SLOT_LEN;
 
 use crate::model::{Quad, Sensors};
 

@@ -15,9 +15,10 @@
 //!                                              └──────────────────────────────────────────┘
 //! ```
 //!
-//! The process machinery is the gimbal demonstrator's (`preempt_gimbal`: the plant loop
-//! `plant_rt`, the process entry `plant_main`, the spawner `spawn`, the RTIO `exchange`, the
-//! run's helper threads `harness`); this crate adds what is specific to a quadrotor.
+//! The process machinery is the rig's, as the gimbal demonstrator's is (`preempt_rig`: the
+//! plant loop `plant_rt`, the process entry `plant_main`, the spawner `spawn`, the RTIO
+//! `exchange`, the run's helper threads `harness`, the MCAP sink `telemetry`); this crate adds
+//! what is specific to a quadrotor.
 //!
 //! Modules, lowest first: [`model`] (6-DOF physics, sensors, crash), [`control`] (the
 //! cascade and the mission), [`frame`] (the link's frames), [`record`] (one control step's

@@ -40,7 +40,7 @@
 //! assert!((q.state.p[2] - 1.0).abs() < 1e-9);
 //! ```
 
-use preempt_gimbal::model::Rng;
+use preempt_rig::rng::Rng;
 
 /// Integration step, s (1 kHz: the issue asks for at least 1 kHz; the rotor lag of 20 ms and
 /// the attitude dynamics near 15 rad/s are far inside RK4's stability region at this step).

@@ -36,12 +36,12 @@ pub fn run(seed: u64, mission: &Mission, samples: u64) -> Result<Vec<FlightRecor
         mission: *mission,
         samples,
     });
-    preempt_gimbal::harness::run_reference(&RECORDS, samples, reference::run)
+    preempt_rig::harness::run_reference(&RECORDS, samples, reference::run)
 }
 
 #[preempt::app(clock = mock, main = false, accounting = false)]
 mod reference {
-    use preempt_gimbal::record::Grid;
+    use preempt_rig::grid::Grid;
 
     use crate::control::{Controller, Mission, PERIOD_NS, PERIOD_S};
     use crate::frame::{BUS_NS, Command, SensorFrame};
@@ -65,7 +65,7 @@ mod reference {
 
     #[init]
     fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
-        let setup = preempt_gimbal::harness::take_setup(&super::SETUP);
+        let setup = preempt_rig::harness::take_setup(&super::SETUP);
         (
             Shared {
                 quad: Quad::new(Params::default(), setup.seed),
@@ -74,7 +74,7 @@ mod reference {
             Local {
                 mission: setup.mission,
                 samples: setup.samples,
-                grid: Grid::with_period(0, PERIOD_NS),
+                grid: Grid::new(0, PERIOD_NS),
                 controller: Controller::new(Params::default()),
             },
             init::Monotonics(),

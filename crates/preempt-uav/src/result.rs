@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use preempt_gimbal::result::{ExplainOutcome, TimeSummary};
-use preempt_gimbal::spawn::PlantCounters;
+use preempt_rig::result::{ExplainOutcome, TimeSummary};
+use preempt_rig::spawn::PlantCounters;
 
 use crate::control::{Mission, PERIOD_S};
 use crate::model::attitude_distance;

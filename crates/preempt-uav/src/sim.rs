@@ -1,9 +1,9 @@
 //! The simulator process `uav-sim` (also `preempt`'s hidden `__uav-sim`): the quadrotor
 //! [`Quad`] stepped by RK4 at 1 kHz on its own clock (absolute `clock_nanosleep` deadlines),
-//! serving the controller over the gimbal's bus (a memfd page, doorbell and done eventfds),
-//! in a process group of its own. The loop, the bus thread and the command line are the
-//! gimbal plant's (`preempt_gimbal::plant_rt`, `plant_main::main_for`): this module only says
-//! what a step and a frame are.
+//! serving the controller over the rig's bus (a memfd page, doorbell and done eventfds),
+//! in a process group of its own. The loop, the bus and the command line are the rig's
+//! (`preempt_rig::plant_rt`, `preempt_rig::plant_main::main_for`), as the gimbal's plant's
+//! are: this module only says what a step and a frame are.
 //!
 //! ```text
 //! uav-sim [--fds PAGE,DOORBELL,DONE] [--seed N] [--cpu N] [--priority P] [--duration S]
@@ -12,8 +12,8 @@
 //! The crash is also a page flag ([`FLAG_CRASHED`]), so the demo sees it even when no
 //! exchange happens.
 
-use preempt_gimbal::frame::{FLAG_MODEL_FIRST, SLOT_LEN};
-use preempt_gimbal::plant_rt::PlantModel;
+use preempt_rig::page::{FLAG_MODEL_FIRST, SLOT_LEN};
+use preempt_rig::plant_rt::PlantModel;
 
 use crate::frame::{BUS_NS, Command, SensorFrame};
 use crate::model::{Params, Quad, STEP_NS};
@@ -57,5 +57,5 @@ fn default_quad(seed: u64) -> Quad {
 /// Runs the simulator with its command-line arguments (without the program name); exit code
 /// 0 ok, 1 runtime error, 2 bad arguments.
 pub fn main_with_args(argv: &[String]) -> u8 {
-    preempt_gimbal::plant_main::main_for(argv, default_quad)
+    preempt_rig::plant_main::main_for(argv, default_quad)
 }

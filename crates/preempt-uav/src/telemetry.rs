@@ -8,7 +8,7 @@
 //!
 //! Log times are the steps' times on the 250 Hz grid plus the flight's wall-clock start, so
 //! flight and reference line up. [`McapSink::finish`] writes the summary and index; the demo
-//! calls it on every way out, Ctrl-C included. The writing is the gimbal's generic
+//! calls it on every way out, Ctrl-C included. The writing is the rig's
 //! [`JsonMcap`] with this crate's schema and channels ([`UAV_CHANNELS`]).
 
 use std::io;
@@ -16,7 +16,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use preempt_gimbal::telemetry::{Channels, JsonMcap};
+use preempt_rig::telemetry::{Channels, JsonMcap};
 
 use crate::control::PERIOD_NS;
 use crate::record::FlightRecord;

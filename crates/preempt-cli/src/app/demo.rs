@@ -171,7 +171,7 @@ pub(super) fn start_session(
     argv: Vec<String>,
     history: &HistoryArgs,
 ) -> Result<Session> {
-    let files = demo::Outputs::prepare_named(dir, stem).map_err(usage)?;
+    let files = preempt_rig::outputs::Outputs::prepare(dir, stem).map_err(usage)?;
     // The names in DIR are the demo's own: the fix is another directory, not another name.
     for f in [&files.json, &files.mcap] {
         if f.is_dir() {

@@ -42,7 +42,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<u8> {
         Command::Monitor(a) => monitor::run(&a, argv),
         Command::Demo(crate::cli::DemoCommand::Gimbal(a)) => demo::run(&a, argv),
         Command::Demo(crate::cli::DemoCommand::Uav(a)) => uav::run(&a, argv),
-        Command::GimbalPlant(a) => Ok(preempt_gimbal::plant_main::main_with_args(&a.args)),
+        Command::GimbalPlant(a) => Ok(preempt_gimbal::plant::main_with_args(&a.args)),
         Command::UavSim(a) => Ok(preempt_uav::sim::main_with_args(&a.args)),
         Command::StressWorker(a) => stress::run_worker(&a.kinds, a.timeout_s).map(|()| EXIT_OK),
     }

@@ -178,7 +178,7 @@ pub struct GimbalArgs {
 /// `preempt __gimbal-plant`: the plant's own arguments.
 #[derive(Debug, Clone, Args)]
 pub struct GimbalPlantArgs {
-    /// Passed to the plant unchanged (see `preempt_gimbal::plant_main`).
+    /// Passed to the plant unchanged (see `preempt_gimbal::plant`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
 }

@@ -780,7 +780,7 @@ pub fn html_page(
 }
 
 /// A demo's percentile summary as the comparison's summary.
-fn time_summary(t: &preempt_gimbal::result::TimeSummary) -> Summary {
+fn time_summary(t: &preempt_rig::result::TimeSummary) -> Summary {
     Summary {
         count: t.count,
         min_ns: t.min,

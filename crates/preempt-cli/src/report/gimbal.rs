@@ -10,7 +10,8 @@ use super::html::{Cell, num, table, td};
 use super::plots::{self, Line};
 use crate::results::input::Input;
 use preempt_gimbal::control::{AXES, SAMPLE_S, Steps};
-use preempt_gimbal::result::{ExplainOutcome, GimbalData};
+use preempt_gimbal::result::GimbalData;
+use preempt_rig::result::ExplainOutcome;
 
 /// Shown before each step in its response plot, ms.
 const BEFORE_STEP_MS: f64 = 20.0;

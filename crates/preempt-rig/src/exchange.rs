@@ -10,21 +10,21 @@
 //! ```
 //!
 //! A failing entry fails the rest of the chain with `-ECANCELED` and every error has its own
-//! completion (`rtio::context`), so [`Exchange::transfer`] sees any failure.
+//! completion (`rtio::context`), so [`Exchange::transfer_bytes`] sees any failure.
 //!
 //! The context must be created on the thread that submits (io_uring's `SINGLE_ISSUER`), so
 //! the app creates it in a task of the sample's priority, not in `init`.
 //!
 //! The chain moves bytes ([`Exchange::transfer_bytes`]) of the lengths given at set-up, so
-//! any plant on the page's slots uses it: the gimbal's frames ([`Exchange::transfer`]) and
-//! `preempt-uav`'s rotor commands and sensor frames.
+//! any plant on the page's slots uses it: the gimbal's frames (`preempt_gimbal::frame::transfer`)
+//! and `preempt-uav`'s rotor commands and sensor frames.
 
 use std::io;
 use std::os::fd::OwnedFd;
 
 use preempt_io::rtio::{BufferId, IodevId, Rtio, RtioConfig, Sqe};
 
-use crate::frame::{self, FRAME_LEN, Rx, SLOT_LEN, Tx};
+use crate::page::{self, SLOT_LEN};
 
 /// The userdata of the chain's last entry.
 const DONE: u64 = 0x5350_4921; // "SPI!"
@@ -101,17 +101,8 @@ impl std::fmt::Debug for Exchange {
 }
 
 impl Exchange {
-    /// A context for the gimbal's frames on (page, doorbell, done), as
-    /// `PlantProcess::dup_fds` returns them.
-    ///
-    /// # Errors
-    /// io_uring/epoll set-up errors.
-    pub fn new(fds: [OwnedFd; 3]) -> io::Result<Exchange> {
-        Exchange::with_lengths(fds, FRAME_LEN, FRAME_LEN)
-    }
-
-    /// A context whose transactions send `tx_len` and receive `rx_len` bytes (each at most
-    /// [`SLOT_LEN`]).
+    /// A context on (page, doorbell, done), as `PlantProcess::dup_fds` returns them, whose
+    /// transactions send `tx_len` and receive `rx_len` bytes (each at most [`SLOT_LEN`]).
     ///
     /// # Errors
     /// `InvalidInput` for a length beyond the slot; io_uring/epoll set-up errors.
@@ -158,16 +149,6 @@ impl Exchange {
         format!("{:?}", self.rtio.backend().kind)
     }
 
-    /// One gimbal transaction: sends `tx`, returns what the plant sent meanwhile.
-    ///
-    /// # Errors
-    /// Any entry's error (a closed descriptor, a short transfer).
-    pub fn transfer(&mut self, tx: &Tx) -> io::Result<Rx> {
-        let mut b = [0_u8; FRAME_LEN];
-        self.transfer_bytes(&tx.encode(), &mut b)?;
-        Ok(Rx::decode(&b))
-    }
-
     /// One transaction of raw frames: sends `tx` (the set-up's TX length), fills `rx` (its
     /// RX length) with what the plant sent meanwhile.
     ///
@@ -196,7 +177,7 @@ impl Exchange {
         let r = &mut self.rtio;
         r.prepare(
             Sqe::write(self.page, self.tx, tx_len)
-                .at(frame::TX_OFF as u64)
+                .at(page::TX_OFF as u64)
                 .chained()
                 .no_response(),
         )
@@ -211,7 +192,7 @@ impl Exchange {
             .map_err(e)?;
         r.prepare(
             Sqe::read(self.page, self.rx, rx_len)
-                .at(frame::RX_OFF as u64)
+                .at(page::RX_OFF as u64)
                 .userdata(DONE),
         )
         .map_err(e)?;

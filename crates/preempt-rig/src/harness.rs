@@ -1,5 +1,5 @@
 //! The two helper threads every demo run needs beside its controller app, shared by the
-//! gimbal's [`crate::demo`] and `preempt-uav`'s flight:
+//! gimbal's run (`preempt_gimbal::demo`) and `preempt-uav`'s flight (`preempt_uav::demo`):
 //!
 //! - the **recorder** drains the bridge (the app's telemetry) on the non-real-time side
 //!   until the run has finished, then takes what is left;

@@ -1,6 +1,6 @@
 //! The controller's side of the plant process: create the shared page and the two
-//! eventfds, start the plant (`gimbal-plant`, or any program that runs
-//! [`crate::plant_main::main_for`], such as `preempt-uav`'s `uav-sim`) with them inherited at
+//! eventfds, start the plant (any program that runs [`crate::plant_main::main_for`]: the
+//! gimbal's `gimbal-plant`, `preempt-uav`'s `uav-sim`) with them inherited at
 //! fixed descriptor numbers, watch it, and kill it on drop.
 //!
 //! As `imu-sim`, the child runs in a process group of its own
@@ -17,7 +17,7 @@ use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::memfd::{MemFd, SharedMap};
 use preempt_io::sys::process;
 
-use crate::frame::{self, PAGE_LEN};
+use crate::page::{self, PAGE_LEN};
 use crate::plant_rt::PlantConfig;
 
 /// What the plant process reported through the shared page.
@@ -29,21 +29,21 @@ pub struct PlantCounters {
     pub late_steps: u64,
     /// Largest step lateness, ns.
     pub max_late_ns: u64,
-    /// Episodes of 1 ms or more behind the grid ([`frame::STAT_STALLS`]).
+    /// Episodes of 1 ms or more behind the grid ([`page::STAT_STALLS`]).
     #[serde(default)]
     pub stalls: u64,
     /// Of those, stalls in which another thread ran on the plant's CPU
-    /// ([`frame::STAT_STALLS_PREEMPTED`]).
+    /// ([`page::STAT_STALLS_PREEMPTED`]).
     #[serde(default)]
     pub stalls_preempted: u64,
     /// Of those, stalls as long as the kernel's throttling window: the real-time class was
-    /// stopped on the plant's CPU ([`frame::STAT_THROTTLED`]).
+    /// stopped on the plant's CPU ([`page::STAT_THROTTLED`]).
     #[serde(default)]
     pub throttled: u64,
-    /// CPU time of the plant's loop, ns ([`frame::STAT_CPU_NS`]).
+    /// CPU time of the plant's loop, ns ([`page::STAT_CPU_NS`]).
     #[serde(default)]
     pub cpu_ns: u64,
-    /// Wall time of the plant's loop as of `cpu_ns`, ns ([`frame::STAT_WALL_NS`]).
+    /// Wall time of the plant's loop as of `cpu_ns`, ns ([`page::STAT_WALL_NS`]).
     #[serde(default)]
     pub wall_ns: u64,
     /// Transactions served.
@@ -80,20 +80,20 @@ impl PlantCounters {
 
     /// Reads the counters from the shared page.
     pub fn read(page: &SharedMap) -> PlantCounters {
-        let flags = page.load_u64(frame::STAT_FLAGS);
+        let flags = page.load_u64(page::STAT_FLAGS);
         PlantCounters {
-            steps: page.load_u64(frame::STAT_STEPS),
-            late_steps: page.load_u64(frame::STAT_LATE_STEPS),
-            max_late_ns: page.load_u64(frame::STAT_MAX_LATE_NS),
-            stalls: page.load_u64(frame::STAT_STALLS),
-            stalls_preempted: page.load_u64(frame::STAT_STALLS_PREEMPTED),
-            throttled: page.load_u64(frame::STAT_THROTTLED),
-            cpu_ns: page.load_u64(frame::STAT_CPU_NS),
-            wall_ns: page.load_u64(frame::STAT_WALL_NS),
-            transfers: page.load_u64(frame::STAT_TRANSFERS),
-            fifo: flags & frame::FLAG_FIFO != 0,
-            pinned: flags & frame::FLAG_PINNED != 0,
-            running: flags & frame::FLAG_RUNNING != 0,
+            steps: page.load_u64(page::STAT_STEPS),
+            late_steps: page.load_u64(page::STAT_LATE_STEPS),
+            max_late_ns: page.load_u64(page::STAT_MAX_LATE_NS),
+            stalls: page.load_u64(page::STAT_STALLS),
+            stalls_preempted: page.load_u64(page::STAT_STALLS_PREEMPTED),
+            throttled: page.load_u64(page::STAT_THROTTLED),
+            cpu_ns: page.load_u64(page::STAT_CPU_NS),
+            wall_ns: page.load_u64(page::STAT_WALL_NS),
+            transfers: page.load_u64(page::STAT_TRANSFERS),
+            fifo: flags & page::FLAG_FIFO != 0,
+            pinned: flags & page::FLAG_PINNED != 0,
+            running: flags & page::FLAG_RUNNING != 0,
         }
     }
 }
@@ -132,7 +132,7 @@ impl BusEnds {
     }
 }
 
-/// A running `gimbal-plant` child.
+/// A running plant process (`gimbal-plant`, `uav-sim`).
 #[derive(Debug)]
 pub struct PlantProcess {
     child: process::SimChild,
@@ -141,8 +141,8 @@ pub struct PlantProcess {
 }
 
 impl PlantProcess {
-    /// Starts `exe` (the `gimbal-plant` binary, or a program that runs
-    /// `plant_main::main_for` after the arguments `prefix`) with `cfg`.
+    /// Starts `exe` (a program that runs `plant_main::main_for` after the arguments
+    /// `prefix`: `gimbal-plant`, `uav-sim`, `preempt __gimbal-plant`) with `cfg`.
     ///
     /// # Errors
     /// Descriptor creation or spawn errors (`NotFound` when `exe` does not exist: build it

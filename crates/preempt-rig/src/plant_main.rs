@@ -1,19 +1,19 @@
-//! The plant process's entry point, shared by the `gimbal-plant` binary and `preempt`'s
-//! hidden `__gimbal-plant` subcommand (so the CLI needs no second binary); [`main_for`] is
-//! the same entry for any [`PlantModel`] (`preempt-uav`'s `uav-sim` uses it).
+//! The plant process's entry point, [`main_for`], for any [`PlantModel`]: the gimbal's
+//! `gimbal-plant` (`preempt_gimbal::plant::main_with_args`, also `preempt`'s hidden
+//! `__gimbal-plant`) and `preempt-uav`'s `uav-sim` (also `__uav-sim`) are this with their
+//! model.
 //!
 //! ```text
-//! gimbal-plant [--fds PAGE,DOORBELL,DONE] [--seed N] [--cpu N] [--priority P] [--duration S]
+//! NAME [--fds PAGE,DOORBELL,DONE] [--seed N] [--cpu N] [--priority P] [--duration S]
 //! ```
 //!
 //! With `--fds` the shared page and the two eventfds are inherited descriptors (how the demo
 //! starts it); without, it makes its own and runs alone for `--duration` (default 1 s), then
-//! prints its counters: a smoke test of the 40 kHz loop on this machine.
+//! prints its counters: a smoke test of the plant's loop on this machine.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use crate::model::Plant;
 use crate::plant_rt::{self, PlantConfig, PlantModel};
 use crate::spawn::{BusEnds, PlantCounters};
 use preempt_io::sys::eventfd::EventFd;
@@ -104,7 +104,7 @@ fn run<M: PlantModel>(
             let page = MemFd::from_owned(page)?;
             let map = Arc::new(SharedMap::new(
                 std::os::fd::AsFd::as_fd(&page),
-                crate::frame::PAGE_LEN.min(page.len()),
+                crate::page::PAGE_LEN.min(page.len()),
             )?);
             plant_rt::run(
                 plant,
@@ -120,7 +120,7 @@ fn run<M: PlantModel>(
             let bus = BusEnds::new()?;
             let map = Arc::new(SharedMap::new(
                 std::os::fd::AsFd::as_fd(&bus.page),
-                crate::frame::PAGE_LEN,
+                crate::page::PAGE_LEN,
             )?);
             plant_rt::run(
                 plant,
@@ -145,14 +145,9 @@ fn run<M: PlantModel>(
     }
 }
 
-/// Runs the gimbal's plant process with its command-line arguments (without the program
-/// name); returns the exit code: 0 ok, 1 runtime error, 2 bad arguments.
-pub fn main_with_args(argv: &[String]) -> u8 {
-    main_for(argv, Plant::new)
-}
-
 /// Runs the plant process of model `M` (made from the seed by `make`) with its command-line
-/// arguments; the exit codes of [`main_with_args`].
+/// arguments (without the program name); returns the exit code: 0 ok, 1 runtime error,
+/// 2 bad arguments.
 pub fn main_for<M: PlantModel>(argv: &[String], make: fn(u64) -> M) -> u8 {
     let (cfg, fds) = match parse(M::NAME, argv) {
         Ok(a) => a,

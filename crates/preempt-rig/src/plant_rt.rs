@@ -1,7 +1,7 @@
 //! The plant process's loop: the integration on its own clock (40 kHz for the gimbal) and
-//! the bus that serves the controller's transactions ([`crate::frame`]), both in one pinned
+//! the bus that serves the controller's transactions ([`crate::page`]), both in one pinned
 //! thread, as a microcontroller serves its step timer and its SPI peripheral. Generic over the
-//! [`PlantModel`]: the gimbal's [`Plant`] and `preempt-uav`'s quadrotor run on the same loop.
+//! [`PlantModel`]: the gimbal's `Plant` and `preempt-uav`'s quadrotor run on the same loop.
 //!
 //! ```text
 //!  one thread (SCHED_FIFO P, pinned), steps integrated lazily on a fixed grid (t0 + j·STEP_NS):
@@ -53,14 +53,14 @@
 //! The loop keeps its grid whatever the controller does: a late command acts late, as on the
 //! robot. Whenever the loop wanted its CPU and did not have it (a timer wake-up later than the
 //! event it was armed for, or a gap between two turns of a spin), the grid steps in that gap
-//! are counted late ([`frame::STAT_LATE_STEPS`]); a gap of [`frame::STALL_NS`] or more is a
-//! stall ([`frame::STAT_STALLS`]), and a stall in which the thread waited on its runqueue
+//! are counted late ([`page::STAT_LATE_STEPS`]); a gap of [`page::STALL_NS`] or more is a
+//! stall ([`page::STAT_STALLS`]), and a stall in which the thread waited on its runqueue
 //! (`run_delay` in `/proc/thread-self/schedstat`) for as long as the kernel's throttling
-//! window is counted throttled ([`frame::STAT_THROTTLED`], by
+//! window is counted throttled ([`page::STAT_THROTTLED`], by
 //! [`preempt_io::sys::schedstat::ThrottleWatch`], the detector `preempt latency` and the
 //! apps' executors use too): at SCHED_FIFO 95 nothing else keeps it runnable that long.
-//! The loop's own CPU time and wall time are published ([`frame::STAT_CPU_NS`],
-//! [`frame::STAT_WALL_NS`]): the demo reports the plant's duty cycle from them.
+//! The loop's own CPU time and wall time are published ([`page::STAT_CPU_NS`],
+//! [`page::STAT_WALL_NS`]): the demo reports the plant's duty cycle from them.
 
 use std::io;
 use std::sync::Arc;
@@ -77,11 +77,10 @@ use preempt_io::sys::schedstat::ThrottleWatch;
 use preempt_io::sys::thread;
 use preempt_io::sys::timerfd::TimerFd;
 
-use crate::frame::{self, FRAME_LEN, Rx, SLOT_LEN, Tx};
-use crate::model::{Plant, STEP_NS};
+use crate::page::{self, SLOT_LEN};
 
 /// A simulated plant that [`run`] steps on its own clock and serves over the bus: the
-/// gimbal's [`Plant`] here, the quadrotor of `preempt-uav` there. Frames are the page's
+/// gimbal's `Plant` (`preempt_gimbal::plant`), the quadrotor of `preempt-uav` (`preempt_uav::sim`). Frames are the page's
 /// fixed slots ([`SLOT_LEN`] bytes each way); a plant uses the prefix it needs.
 pub trait PlantModel: Send + 'static {
     /// Process name for messages and thread names (e.g. `gimbal-plant`).
@@ -98,7 +97,7 @@ pub trait PlantModel: Send + 'static {
     fn sensors(&mut self, stamp_us: u32) -> [u8; SLOT_LEN];
     /// Steps taken.
     fn steps(&self) -> u64;
-    /// Flag bits of [`frame::STAT_FLAGS`] this plant sets (e.g. a crash), checked after each
+    /// Flag bits of [`page::STAT_FLAGS`] this plant sets (e.g. a crash), checked after each
     /// integration.
     fn flags(&self) -> u64 {
         0
@@ -106,30 +105,6 @@ pub trait PlantModel: Send + 'static {
     /// The loop's timer fires this long before the doorbell it expects, and the loop spins
     /// the rest: a wake-up shorter than this costs the exchange nothing.
     const WAKE_EARLY_NS: u64 = 0;
-}
-
-impl PlantModel for Plant {
-    const NAME: &'static str = "gimbal-plant";
-    const STEP_NS: u64 = STEP_NS;
-    const BUS_NS: u64 = frame::BUS_NS;
-    // Wake 15 µs before the doorbell expected every 100 µs (most wake-ups here take less).
-    const WAKE_EARLY_NS: u64 = 15_000;
-
-    fn step(&mut self, command: &[u8; SLOT_LEN]) {
-        let mut tx = [0_u8; FRAME_LEN];
-        tx.copy_from_slice(&command[..FRAME_LEN]);
-        Plant::step(self, Tx::decode(&tx).volts.map(f64::from));
-    }
-
-    fn sensors(&mut self, stamp_us: u32) -> [u8; SLOT_LEN] {
-        let mut b = [0_u8; SLOT_LEN];
-        b[..FRAME_LEN].copy_from_slice(&Rx::of_plant(self, stamp_us).encode());
-        b
-    }
-
-    fn steps(&self) -> u64 {
-        self.steps
-    }
 }
 
 /// What to run.
@@ -164,19 +139,19 @@ fn apply_rt(name: &str, cfg: &PlantConfig, page: &SharedMap) {
     let mut flags = 0;
     if let Some(cpu) = cfg.cpu {
         match sched::set_current_thread_affinity(&[cpu]) {
-            Ok(()) => flags |= frame::FLAG_PINNED,
+            Ok(()) => flags |= page::FLAG_PINNED,
             Err(e) => eprintln!("{name}: cannot pin to CPU {cpu}: {e}"),
         }
     }
     if let Some(priority) = cfg.priority {
         match sched::set_current_thread_policy(&Policy::Fifo { priority }) {
-            Ok(()) => flags |= frame::FLAG_FIFO,
+            Ok(()) => flags |= page::FLAG_FIFO,
             Err(e) => {
                 eprintln!("{name}: SCHED_FIFO {priority} refused, running SCHED_OTHER: {e}")
             }
         }
     }
-    page.fetch_or_u64(frame::STAT_FLAGS, flags);
+    page.fetch_or_u64(page::STAT_FLAGS, flags);
 }
 
 /// A plant on its step grid, integrated lazily: step `j` (from 1) is due at
@@ -271,16 +246,16 @@ impl Lateness {
     fn gap(&mut self, gap: u64, step_ns: u64, page: &SharedMap) -> io::Result<()> {
         if gap >= step_ns {
             self.late += gap / step_ns; // the grid steps that passed while it could not run
-            page.store_u64(frame::STAT_LATE_STEPS, self.late);
+            page.store_u64(page::STAT_LATE_STEPS, self.late);
         }
-        if gap >= frame::STALL_NS {
+        if gap >= page::STALL_NS {
             self.stalls += 1;
-            page.store_u64(frame::STAT_STALLS, self.stalls);
+            page.store_u64(page::STAT_STALLS, self.stalls);
             // A few system calls per stall (not per turn): was the loop switched out?
             let now = Self::involuntary_switches();
             if now > self.switches {
                 self.preempted += 1;
-                page.store_u64(frame::STAT_STALLS_PREEMPTED, self.preempted);
+                page.store_u64(page::STAT_STALLS_PREEMPTED, self.preempted);
             }
             self.switches = now;
             // Did the kernel keep it runnable for a throttling window? (A sleeping loop
@@ -288,12 +263,12 @@ impl Lateness {
             // same; host steal and interrupts do not count as waiting there.)
             if self.throttle.stall(gap) {
                 self.throttled = self.throttle.windows();
-                page.store_u64(frame::STAT_THROTTLED, self.throttled);
+                page.store_u64(page::STAT_THROTTLED, self.throttled);
             }
         }
         if gap > self.max {
             self.max = gap;
-            page.store_u64(frame::STAT_MAX_LATE_NS, gap);
+            page.store_u64(page::STAT_MAX_LATE_NS, gap);
         }
         if gap > MAX_LAG_NS {
             return Err(io::Error::new(
@@ -370,8 +345,8 @@ fn next_bell(bells: (u64, u64), now: u64, spin_ns: u64) -> Option<u64> {
 /// Publishes the loop's CPU time and wall time since `t0` (the duty cycle's two terms).
 fn publish_cpu(page: &SharedMap, t0: u64, now: u64) {
     if let Ok(u) = thread::rusage_thread() {
-        page.store_u64(frame::STAT_CPU_NS, u.user_ns + u.system_ns);
-        page.store_u64(frame::STAT_WALL_NS, now.saturating_sub(t0));
+        page.store_u64(page::STAT_CPU_NS, u.user_ns + u.system_ns);
+        page.store_u64(page::STAT_WALL_NS, now.saturating_sub(t0));
     }
 }
 
@@ -396,7 +371,7 @@ pub fn run<M: PlantModel>(
     let t0 = clock::monotonic_now_ns() + 1_000_000;
     let mut grid = Grid::new(plant, t0);
     let end = cfg.duration_ns.map(|d| t0 + d);
-    page.fetch_or_u64(frame::STAT_FLAGS, frame::FLAG_RUNNING);
+    page.fetch_or_u64(page::STAT_FLAGS, page::FLAG_RUNNING);
     // The last two doorbells' times (the loop spins from WAKE_EARLY_NS before the next one
     // it expects).
     let mut bells = (0_u64, 0_u64);
@@ -420,11 +395,11 @@ pub fn run<M: PlantModel>(
             .map_or(u64::MAX, |t| t.start_ns + M::BUS_NS);
         let stepped = grid.advance_to(now.min(latch).min(end.unwrap_or(u64::MAX)));
         if stepped > 0 {
-            page.store_u64(frame::STAT_STEPS, grid.plant().steps());
+            page.store_u64(page::STAT_STEPS, grid.plant().steps());
             let f = grid.plant().flags();
             if f & !flags != 0 {
                 flags |= f;
-                page.fetch_or_u64(frame::STAT_FLAGS, f);
+                page.fetch_or_u64(page::STAT_FLAGS, f);
             }
         }
         if finished || now >= cpu_published + CPU_PUBLISH_NS {
@@ -441,7 +416,7 @@ pub fn run<M: PlantModel>(
                 // up to it take the old one).
                 grid.latch(t.start_ns + M::BUS_NS, t.tx);
                 transfers += 1;
-                page.store_u64(frame::STAT_TRANSFERS, transfers);
+                page.store_u64(page::STAT_TRANSFERS, transfers);
                 transfer = None;
                 done.write(1)?;
             }
@@ -450,9 +425,9 @@ pub fn run<M: PlantModel>(
                 if doorbell.read()?.is_some() {
                     bells = (bells.1, now);
                     // Full duplex: the controller gets the sensors as they are now.
-                    page.write_bytes(frame::RX_OFF, &grid.sensors());
+                    page.write_bytes(page::RX_OFF, &grid.sensors());
                     let mut tx = [0_u8; SLOT_LEN];
-                    page.read_bytes(frame::TX_OFF, &mut tx);
+                    page.read_bytes(page::TX_OFF, &mut tx);
                     transfer = Some(Transfer { start_ns: now, tx });
                     continue;
                 }
@@ -482,28 +457,76 @@ pub fn run<M: PlantModel>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Rng;
 
-    fn command(seq: u32, volts: [f32; 2]) -> [u8; SLOT_LEN] {
+    /// A first-order lag driven by the command frame's f32 at bytes 4..8, with noise drawn
+    /// per step (as the demonstrators' plants draw theirs): any step taken with the wrong
+    /// command, out of order or twice changes its state and its sensor frames.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Lag {
+        x: f64,
+        steps: u64,
+        rng: Rng,
+    }
+
+    impl Lag {
+        fn new(seed: u64) -> Lag {
+            Lag {
+                x: 0.0,
+                steps: 0,
+                rng: Rng::new(seed),
+            }
+        }
+    }
+
+    impl PlantModel for Lag {
+        const NAME: &'static str = "lag";
+        const STEP_NS: u64 = 25_000;
+        const BUS_NS: u64 = 19_200;
+
+        fn step(&mut self, command: &[u8; SLOT_LEN]) {
+            let u = f32::from_le_bytes([command[4], command[5], command[6], command[7]]);
+            self.x += 0.01 * (f64::from(u) - self.x) + 1e-3 * self.rng.normal();
+            self.steps += 1;
+        }
+
+        fn sensors(&mut self, stamp_us: u32) -> [u8; SLOT_LEN] {
+            let mut b = [0_u8; SLOT_LEN];
+            b[0..8].copy_from_slice(&self.x.to_le_bytes());
+            b[8..16].copy_from_slice(&self.steps.to_le_bytes());
+            b[16..20].copy_from_slice(&stamp_us.to_le_bytes());
+            b
+        }
+
+        fn steps(&self) -> u64 {
+            self.steps
+        }
+    }
+
+    const STEP_NS: u64 = <Lag as PlantModel>::STEP_NS;
+    const BUS_NS: u64 = <Lag as PlantModel>::BUS_NS;
+
+    fn command(seq: u32, u: f32) -> [u8; SLOT_LEN] {
         let mut cmd = [0_u8; SLOT_LEN];
-        cmd[..FRAME_LEN].copy_from_slice(&Tx { seq, volts }.encode());
+        cmd[0..4].copy_from_slice(&seq.to_le_bytes());
+        cmd[4..8].copy_from_slice(&u.to_le_bytes());
         cmd
     }
 
     /// Doorbells on a jittered 100 µs grid, some exactly on a step's due time, some with a
-    /// latch exactly on one; a command with new voltages at each.
+    /// latch exactly on one; a command with a new input at each.
     fn exchanges(t0: u64, n: u32) -> Vec<(u64, [u8; SLOT_LEN])> {
-        let mut rng = crate::model::Rng::new(7);
+        let mut rng = Rng::new(7);
         (0..n)
             .map(|k| {
                 let jitter = match k % 5 {
-                    0 => 0,                                 // a doorbell on a due time
-                    1 => STEP_NS - frame::BUS_NS % STEP_NS, // a latch on a due time
+                    0 => 0,                          // a doorbell on a due time
+                    1 => STEP_NS - BUS_NS % STEP_NS, // a latch on a due time
                     _ => rng.next_u64() % 60_000,
                 };
                 let bell = t0 + 100_000 * u64::from(k + 1) + jitter;
-                let mut volts = || (rng.next_u64() % 2_401) as f32 / 100.0 - 12.0;
-                let v = [volts(), volts()];
-                (bell, command(k, v))
+                let u = (rng.next_u64() % 2_401) as f32 / 100.0 - 12.0;
+                (bell, command(k, u))
             })
             .collect()
     }
@@ -517,12 +540,12 @@ mod tests {
         // t0 + j·STEP_NS) every bus event strictly before its due time has happened; a
         // doorbell at t sees the steps due at or before t, a latch at L is used by the steps
         // due after L.
-        let mut reference = Plant::new(3);
+        let mut reference = Lag::new(3);
         let mut cmd = [0_u8; SLOT_LEN];
         let mut events: Vec<(u64, bool, usize)> = Vec::new(); // (time, is latch, exchange)
         for (i, (bell, _)) in ex.iter().enumerate() {
             events.push((*bell, false, i));
-            events.push((bell + frame::BUS_NS, true, i));
+            events.push((bell + BUS_NS, true, i));
         }
         events.sort_by_key(|e| (e.0, e.1));
         let mut next = 0;
@@ -536,15 +559,15 @@ mod tests {
                     cmd = ex[i].1;
                 } else {
                     let stamp = u32::try_from((t - t0) / STEP_NS * STEP_NS / 1000).unwrap();
-                    seen_ref.push(PlantModel::sensors(&mut reference, stamp));
+                    seen_ref.push(reference.sensors(stamp));
                 }
                 next += 1;
             }
-            PlantModel::step(&mut reference, &cmd);
+            reference.step(&cmd);
             j += 1;
         }
         // Lazy: integrate only at the bus events, as `run` does.
-        let mut grid = Grid::new(Plant::new(3), t0);
+        let mut grid = Grid::new(Lag::new(3), t0);
         let mut seen_lazy = Vec::new();
         for &(t, latch, i) in &events {
             if latch {
@@ -558,26 +581,25 @@ mod tests {
         assert_eq!(seen_lazy.len(), 400);
         assert!(seen_lazy == seen_ref, "the sensor frames differ");
         assert_eq!(grid.plant(), &reference, "the final states differ");
-        // The commands did act: the axes moved.
-        assert!(reference.axes.iter().all(|a| a.omega != 0.0));
+        // The commands did act.
+        assert!(reference.x.abs() > 0.1, "{}", reference.x);
     }
 
     #[test]
     fn a_latch_is_not_passed_before_it_happens() {
         // Steps due after a latch use the new command even when the loop integrates late.
-        let t0 = 0;
-        let mut a = Grid::new(Plant::new(1), t0);
-        let mut b = Grid::new(Plant::new(1), t0);
-        let cmd = command(1, [6.0, -6.0]);
+        let mut a = Grid::new(Lag::new(1), 0);
+        let mut b = Lag::new(1);
+        let cmd = command(1, 6.0);
         a.latch(40 * STEP_NS, cmd);
         a.advance_to(100 * STEP_NS);
         for _ in 0..40 {
-            PlantModel::step(&mut b.plant, &[0; SLOT_LEN]);
+            b.step(&[0; SLOT_LEN]);
         }
         for _ in 40..100 {
-            PlantModel::step(&mut b.plant, &cmd);
+            b.step(&cmd);
         }
-        assert_eq!(a.plant(), b.plant());
+        assert_eq!(a.plant(), &b);
         assert_eq!(a.plant().steps, 100);
     }
 
@@ -590,21 +612,5 @@ mod tests {
         assert_eq!(next_bell((1_000, 101_000), 215_000, 15_000), Some(201_000));
         // Not a period.
         assert_eq!(next_bell((1_000, 20_001_000), 20_002_000, 15_000), None);
-    }
-
-    #[test]
-    fn the_gimbal_plant_reads_both_voltages_from_one_command_frame() {
-        let mut p = Plant::new(1);
-        let mut cmd = [0_u8; SLOT_LEN];
-        let tx = Tx {
-            seq: 1,
-            volts: [6.0, -6.0],
-        };
-        cmd[..FRAME_LEN].copy_from_slice(&tx.encode());
-        for _ in 0..400 {
-            PlantModel::step(&mut p, &cmd);
-        }
-        assert!(p.axes[0].omega > 0.0 && p.axes[1].omega < 0.0);
-        assert_eq!(PlantModel::steps(&p), 400);
     }
 }
