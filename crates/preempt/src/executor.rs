@@ -39,7 +39,10 @@
 //!         due timed messages (earliest first), due delays (wake their tasks),
 //!         due periodic releases (the overrun policy decides which, see `periodic`)
 //!       hardware tasks whose fd was seen readable
-//!     ran something?  -> (fd level: poll the fds without sleeping) next round
+//!     ran something?  -> a sleeping level with nothing timed and its ready ring empty:
+//!                        idle at once (the doorbell says whether anything came meanwhile:
+//!                        the park returns at once if so); otherwise the next round (an fd
+//!                        level polls its fds without sleeping first)
 //!     idle: sample the page faults of the busy period, then by the level's idle policy
 //!       sleep: wait until the earliest of (next timed message, periodic release, delay)
 //!              FUTEX_WAIT_BITSET with that absolute CLOCK_MONOTONIC deadline, or, on a level
@@ -1021,6 +1024,15 @@ impl<M: Message, const N: usize> Executor<M, N> {
         (ran, true)
     }
 
+    /// `true` when the level has no timed message, delay or periodic task: its next event
+    /// is a spawn or a wake, which rings the doorbell. Executor thread only.
+    #[inline(always)]
+    fn nothing_timed(&self) -> bool {
+        self.periodic.is_empty()
+            && self.timers.is_empty()
+            && self.delays.next_deadline_ns().is_none()
+    }
+
     /// `true` when no source other than the ready ring can have work for this level: the
     /// inbox and the timer queue are empty and the level has no delays, periodic or
     /// hardware tasks. Executor thread only.
@@ -1462,8 +1474,25 @@ impl<M: Message, const N: usize> Executor<M, N> {
                 idle_since = None;
                 if has_fds {
                     self.poll_fds_now();
+                    continue;
                 }
-                continue;
+                // A sleeping level with nothing timed goes to its park at once when the
+                // round left the ready ring empty, instead of a second round that would look
+                // at every source again and find them empty: the ring is the only source
+                // whose pushes do not ring the doorbell (they come from this thread); a
+                // remote spawn, a timer pushed from another thread or an async wake since
+                // this level last woke left the doorbell NOTIFIED, so the park returns at
+                // once and the next round runs it. A level with timers, delays or periodic
+                // tasks takes the second round: its next release may be due already, and a
+                // park with a passed deadline is a system call for nothing. (A
+                // cross-priority switch runs one round per job instead of two:
+                // `scripts/icount.sh`'s switch-cross.)
+                if !matches!(control.idle, IdlePolicy::Sleep)
+                    || self.ready.len.get() != 0
+                    || !self.nothing_timed()
+                {
+                    continue;
+                }
             }
             if busy {
                 busy = false;
