@@ -1,7 +1,8 @@
 //! One run session: what every measuring subcommand does around its measurement, in one place.
 //!
-//! `check`, `latency`, `matrix`, `wakeup`, `micro`, `rtio-bench` and the two demos (`demo gimbal`,
-//! `demo uav`) all follow the same steps,
+//! `check`, `latency`, `matrix`, `wakeup`, `micro`, `rtio-bench`, the two demos (`demo gimbal`,
+//! `demo uav`) and each step of the `run` suite ([`Session::suite_step`]) all follow the same
+//! steps,
 //! and before this module each wrote them out itself (and they drifted: only two recorded the
 //! history). A [`Session`] does them in order:
 //!
@@ -34,7 +35,10 @@ use crate::warnings::Warning;
 /// A measuring subcommand's run: its outputs, its machine, its warnings, its clock.
 #[derive(Debug)]
 pub struct Session {
+    /// The run's kind: the fallback file's name ([`fallback_path`]).
     kind: &'static str,
+    /// The command whose flags the warnings' hints name (`kind`, or `run` in the suite).
+    hints_for: &'static str,
     /// The machine, collected at the start.
     pub info: SysInfo,
     /// Wall-clock start (ms since the Unix epoch).
@@ -54,6 +58,9 @@ pub struct Session {
 pub struct Saved {
     /// The run's id in the history database, when recorded.
     pub history_id: Option<i64>,
+    /// Where the result went instead when an output could not be written (`error` says
+    /// why), if that fallback file could be written.
+    pub fallback: Option<PathBuf>,
     /// A write that failed (the result went to a fallback file, named in the error).
     pub error: Option<anyhow::Error>,
 }
@@ -84,10 +91,35 @@ impl Session {
         for p in extra_outputs {
             check_writable(p)?;
         }
+        Ok(Self::begin(kind, kind, argv, sink, history))
+    }
+
+    /// Starts one step of the `preempt run` suite, whose result goes to `json` (the suite
+    /// checked every file it writes before its first step, so this one is not checked again:
+    /// a directory removed mid-suite costs no measurement, the result goes to the fallback
+    /// file). `stem` names the fallback file (`latency-idle`, ...); the warnings' hints name
+    /// `preempt run`'s flags.
+    pub fn suite_step(
+        stem: &'static str,
+        argv: Vec<String>,
+        json: &Path,
+        history: HistoryConfig,
+    ) -> Self {
+        Self::begin(stem, "run", argv, Sink::new(Some(json), None), history)
+    }
+
+    fn begin(
+        kind: &'static str,
+        hints_for: &'static str,
+        argv: Vec<String>,
+        sink: Sink,
+        history: HistoryConfig,
+    ) -> Self {
         let t0_ns = monotonic_now_ns();
         let started_unix_ms = unix_ms_now();
-        Ok(Self {
+        Self {
             kind,
+            hints_for,
             info: sysinfo::collect(argv),
             started_unix_ms,
             t0_ns,
@@ -95,7 +127,7 @@ impl Session {
             sink,
             history,
             dir_lock: None,
-        })
+        }
     }
 
     /// Holds `dir` (the run's own output directory, given as `flag`) for the rest of the run,
@@ -111,7 +143,7 @@ impl Session {
 
     /// Prints the warnings so far with this command's hints.
     pub fn print_warnings(&self) {
-        crate::warnings::print_in(&self.warnings, self.kind);
+        crate::warnings::print_in(&self.warnings, self.hints_for);
     }
 
     /// Adds the machine's threats to validity for a run on `cpus` (governor, SMT, isolation...).
@@ -134,7 +166,7 @@ impl Session {
         f.warnings = self
             .warnings
             .iter()
-            .map(|w| w.to_record_in(self.kind))
+            .map(|w| w.to_record_in(self.hints_for))
             .collect();
         f
     }
@@ -157,13 +189,29 @@ impl Session {
                 ..f.clone()
             });
         let f = signalled.as_ref().unwrap_or(f);
-        let error = self.sink.write(f).err().map(|e| self.fallback(f, e));
+        let (error, fallback) = match self.sink.write(f) {
+            Ok(()) => (None, None),
+            Err(e) => {
+                let (e, fallback) = self.fallback(f, e);
+                (Some(e), fallback)
+            }
+        };
         let history_id = history::record_quietly(&self.history, f, self.sink.json_path());
-        Saved { history_id, error }
+        Saved {
+            history_id,
+            error,
+            fallback,
+        }
     }
 
-    /// Saves `f` where it can still be written after `e`, and says where.
-    fn fallback(&self, f: &ResultFile, e: anyhow::Error) -> anyhow::Error {
+    /// The JSON output of this run, if it writes one.
+    pub fn json_path(&self) -> Option<&Path> {
+        self.sink.json_path()
+    }
+
+    /// Saves `f` where it can still be written after `e`, and says where: the error to
+    /// report, and the fallback file when it could be written.
+    fn fallback(&self, f: &ResultFile, e: anyhow::Error) -> (anyhow::Error, Option<PathBuf>) {
         let path = fallback_path(self.kind, self.started_unix_ms);
         let saved = JsonExporter
             .serialize(f)
@@ -174,21 +222,23 @@ impl Session {
                     "preempt: {e:#}; the results are saved in {} instead",
                     path.display()
                 );
-                e.context(format!(
+                let e = e.context(format!(
                     "results saved in {} instead (`preempt report {}` reads it)",
                     path.display(),
                     path.display()
-                ))
+                ));
+                (e, Some(path))
             }
             Err(e2) => {
                 eprintln!(
                     "preempt: {e:#}; the fallback {} failed too: {e2:#}",
                     path.display()
                 );
-                e.context(format!(
+                let e = e.context(format!(
                     "the fallback {} failed too: {e2:#}",
                     path.display()
-                ))
+                ));
+                (e, None)
             }
         }
     }

@@ -9,8 +9,11 @@ use clap::Parser;
 use preempt_cli::cli::MicroArgs;
 use preempt_cli::config::SetArg;
 use preempt_cli::error::exit_code_of;
-use preempt_cli::export::{Exporter, csv::CsvExporter, json::JsonExporter};
+use preempt_cli::export::{Exporter, Sink, csv::CsvExporter, json::JsonExporter};
+use preempt_cli::history::HistoryConfig;
 use preempt_cli::micro::{self, MicroConfig, clock::CounterKind};
+use preempt_cli::results::RunResult;
+use preempt_cli::session::Session;
 
 mod support;
 
@@ -163,13 +166,20 @@ fn the_file_round_trips_and_exports_csv() {
         subtract_overhead: false,
         stress: Default::default(),
     };
-    let f = micro::run_file(
-        &cfg,
+    // The file as `preempt micro`'s run session makes it.
+    let (m, _) = micro::measure(&cfg, &AtomicBool::new(false), &mut |_, _, _| {}).unwrap();
+    let s = Session::start(
+        "micro",
         vec!["preempt".into(), "micro".into()],
-        &AtomicBool::new(false),
-        &mut |_, _, _| {},
+        Sink::new(None, None),
+        &[],
+        HistoryConfig {
+            history_db: None,
+            no_history: true,
+        },
     )
     .unwrap();
+    let f = s.file(RunResult::Micro(Box::new(m)));
     let json = JsonExporter.serialize(&f).unwrap();
     let text = String::from_utf8(json).unwrap();
     assert!(text.contains("\"kind\": \"micro\"") && text.contains("\"schema_version\": 1"));

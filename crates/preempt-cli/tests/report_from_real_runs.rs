@@ -61,16 +61,21 @@ fn report_of_real_latency_check_and_micro_files() {
         subtract_overhead: false,
         stress: Default::default(),
     };
-    let f = micro::run_file(
-        &cfg,
+    // Measured and saved as `preempt micro`'s run session does.
+    let (m, _) = micro::measure(&cfg, &AtomicBool::new(false), &mut |_, _, _| {}).unwrap();
+    let s = preempt_cli::session::Session::start(
+        "micro",
         vec!["test".into()],
-        &AtomicBool::new(false),
-        &mut |_, _, _| {},
+        preempt_cli::export::Sink::new(Some(&d.path().join("micro.json")), None),
+        &[],
+        preempt_cli::history::HistoryConfig {
+            history_db: None,
+            no_history: true,
+        },
     )
     .unwrap();
-    preempt_cli::export::Sink::new(Some(&d.path().join("micro.json")), None)
-        .write(&f)
-        .unwrap();
+    let f = s.file(preempt_cli::results::RunResult::Micro(Box::new(m)));
+    assert_eq!(s.save(&f).exit(0).unwrap(), 0);
 
     let out = d.path().join("out");
     let a = preempt_cli::cli::ReportArgs {

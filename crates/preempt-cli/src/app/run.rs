@@ -16,24 +16,22 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use anyhow::{Context, Result};
-use preempt_io::sys::clock::monotonic_now_ns;
 use preempt_io::sys::cpu;
 
+use crate::check;
 use crate::cli::{HistoryArgs, LatencyArgs, OutputArgs, RtArgs, RunArgs, StressArgs};
 use crate::config::{
     LatencyConfig, PolicyArg, RtConfig, SetArg, SourceArg, StressConfig, StressKind, StressTool,
 };
 use crate::error::{EXIT_FAILURE, EXIT_OK, usage};
-use crate::export::{Exporter, json::JsonExporter, write_atomically};
-use crate::history::{History, HistoryConfig};
 use crate::measure::latency::EnvFacts;
 use crate::measure::{self, RtEnvironment, wakeup};
 use crate::micro::{self, MicroConfig};
 use crate::progress::Progress;
 use crate::results::{ResultFile, RunResult};
+use crate::session::Session;
 use crate::stress::StressGuard;
 use crate::warnings::Warning;
-use crate::{check, sysinfo};
 
 /// Durations and sample counts of a preset.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,7 +167,7 @@ fn latency_args(
             export_csv: None,
             no_progress: true,
         },
-        // The suite records its runs itself, once each, after the report.
+        // The suite's step session records the run (`run`'s own history flags).
         history: HistoryArgs {
             history_db: None,
             no_history: true,
@@ -177,31 +175,18 @@ fn latency_args(
     }
 }
 
-/// Writes one step's result into the report directory; if that fails after measuring (disk
-/// full, directory removed), the result goes to a fallback file whose path is printed, so the
-/// measurement is never lost.
-fn write_result(dir: &Path, name: &str, f: &ResultFile) -> Result<PathBuf> {
-    let p = dir.join(name);
-    let bytes = JsonExporter.serialize(f)?;
-    match write_atomically(&p, &bytes) {
-        Ok(()) => Ok(p),
-        Err(e) => {
-            let kind = name.trim_end_matches(".json");
-            let fallback = crate::session::fallback_path(kind, f.started_unix_ms);
-            write_atomically(&fallback, &bytes).with_context(|| {
-                format!(
-                    "cannot write {} ({e:#}), and the fallback {} failed too",
-                    p.display(),
-                    fallback.display()
-                )
-            })?;
-            eprintln!(
-                "preempt: cannot write {} ({e:#}); the result was saved to {} instead",
-                p.display(),
-                fallback.display()
-            );
-            Ok(fallback)
-        }
+/// Saves one step's result (its session writes it into the report directory, or, when that
+/// fails after measuring, to a fallback file whose path it prints, so the measurement is never
+/// lost, and records it in the history); returns where the result is, for the report.
+fn save_step(s: &Session, f: &ResultFile) -> Result<PathBuf> {
+    let saved = s.save(f);
+    match (saved.error, saved.fallback) {
+        (None, _) => s
+            .json_path()
+            .map(Path::to_path_buf)
+            .context("a suite step writes a JSON file"),
+        (Some(_), Some(fallback)) => Ok(fallback),
+        (Some(e), None) => Err(e),
     }
 }
 
@@ -212,20 +197,18 @@ fn write_result(dir: &Path, name: &str, f: &ResultFile) -> Result<PathBuf> {
 fn latency_step(
     a: &LatencyArgs,
     online: &[usize],
-    argv: &[String],
+    new_session: impl FnOnce() -> Session,
     env: &RtEnvironment,
     stop: &AtomicBool,
     bar: &mut Bar,
     what: &str,
     extra: &[Warning],
-) -> Result<ResultFile> {
+) -> Result<PathBuf> {
     let cfg = LatencyConfig::from_args(a, online)?;
-    let t0 = monotonic_now_ns();
-    let started = crate::results::unix_ms_now();
-    let info = sysinfo::collect(argv.to_vec());
-    let mut warns = env.warnings.clone();
-    warns.extend(extra.iter().cloned());
-    warns.extend(sysinfo::machine_warnings(&info, &cfg.cpus));
+    let mut s = new_session();
+    s.warnings.extend(env.warnings.iter().cloned());
+    s.warnings.extend(extra.iter().cloned());
+    s.add_machine_warnings(&cfg.cpus);
     bar.set(0.0, &format!("{what}: starting"));
     // Outliers are explained by default where the kernel trace can be used; where it cannot,
     // the run measures without and the result says why.
@@ -261,13 +244,10 @@ fn latency_step(
         );
     }
     outcome.result.explain_skipped = skipped;
-    warns.extend(outcome.warnings.iter().cloned());
-    let mut f = ResultFile::new(info, RunResult::Latency(Box::new(outcome.result)));
-    f.started_unix_ms = started;
-    f.elapsed_ns = monotonic_now_ns() - t0;
-    f.warnings = warns.iter().map(|w| w.to_record_in("run")).collect();
+    s.warnings.extend(outcome.warnings.iter().cloned());
+    let mut f = s.file(RunResult::Latency(Box::new(outcome.result)));
     f.interrupted = outcome.interrupted;
-    Ok(f)
+    save_step(&s, &f)
 }
 
 /// `preempt run`: returns the exit code.
@@ -293,6 +273,13 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
         ))
     })?;
     let dir = args.out.as_path();
+    let history = args.history.config();
+    // Each step is a run session of its own, its result in DIR (checked below), its hints
+    // `preempt run`'s.
+    let session = |stem: &'static str| {
+        let file = dir.join(format!("{stem}.json"));
+        Session::suite_step(stem, argv.clone(), &file, history.clone())
+    };
     for name in FILES
         .iter()
         .chain(TRACES.iter())
@@ -352,12 +339,11 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     };
 
     step(&mut bar, 0, "check", &mut |_| {
-        let info = sysinfo::collect(argv.clone());
+        let s = session(stem(FILES[0]));
         let report = check_report
             .take()
             .unwrap_or_else(check::run_without_probes);
-        let f = ResultFile::new(info, RunResult::Check(report));
-        write_result(dir, FILES[0], &f).map(Some)
+        save_step(&s, &s.file(RunResult::Check(report))).map(Some)
     });
     let (policy, fallback) = match &rt_ok {
         Ok(()) => (PolicyArg::Fifo, Vec::new()),
@@ -395,9 +381,10 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             !args.no_explain,
         );
         step(&mut bar, 1 + n, what, &mut |bar| {
-            let f = latency_step(&a, &online, &argv, &env, &stop, bar, what, &fallback)?;
+            let new_session = || session(stem(file));
+            let p = latency_step(&a, &online, new_session, &env, &stop, bar, what, &fallback)?;
             traces.push(trace_path.clone());
-            write_result(dir, file, &f).map(Some)
+            Ok(Some(p))
         });
     }
     step(&mut bar, 3, "wakeup", &mut |bar| {
@@ -424,20 +411,15 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             ],
             gpio_chip: PathBuf::from("/dev/gpiochip0"),
         };
-        let t0 = monotonic_now_ns();
-        let started = crate::results::unix_ms_now();
-        let info = sysinfo::collect(argv.clone());
-        let mut warns = env.warnings.clone();
-        warns.extend(sysinfo::machine_warnings(&info, &[cfg.waiter_cpu]));
+        let mut s = session(stem(FILES[3]));
+        s.warnings.extend(env.warnings.iter().cloned());
+        s.add_machine_warnings(&[cfg.waiter_cpu]);
         let r = wakeup::run(&cfg, &stop, &mut |d, t, what| {
             bar.set(d as f64 / t.max(1) as f64, &format!("wakeup: {what}"))
         })?;
-        let mut f = ResultFile::new(info, RunResult::Wakeup(Box::new(r)));
-        f.started_unix_ms = started;
-        f.elapsed_ns = monotonic_now_ns() - t0;
-        f.warnings = warns.iter().map(|w| w.to_record_in("run")).collect();
+        let mut f = s.file(RunResult::Wakeup(Box::new(r)));
         f.interrupted = stop.load(Relaxed);
-        write_result(dir, FILES[3], &f).map(Some)
+        save_step(&s, &f).map(Some)
     });
     step(&mut bar, 4, "micro", &mut |bar| {
         let cfg = MicroConfig {
@@ -449,12 +431,18 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             subtract_overhead: false,
             stress: StressConfig::default(),
         };
-        let mut f = micro::run_file(&cfg, argv.clone(), &stop, &mut |d, t, what| {
+        let mut s = session(stem(FILES[4]));
+        s.warnings.extend(env.warnings.iter().cloned());
+        s.add_machine_warnings(&[cfg.cpu]);
+        let stressors = StressGuard::start(&cfg.stress)?;
+        let (result, run_warnings) = micro::measure(&cfg, &stop, &mut |d, t, what| {
             bar.set(d as f64 / t.max(1) as f64, &format!("micro: {what}"))
         })?;
-        f.warnings
-            .splice(0..0, env.warnings.iter().map(|w| w.to_record_in("run")));
-        Ok(Some(write_result(dir, FILES[4], &f)?))
+        drop(stressors);
+        s.warnings.extend(run_warnings);
+        let mut f = s.file(RunResult::Micro(Box::new(result)));
+        f.interrupted = stop.load(Relaxed);
+        save_step(&s, &f).map(Some)
     });
     bar.step = 5;
     bar.set(0.0, "report");
@@ -473,9 +461,6 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     let w = crate::report::write(&report, dir, !args.no_png)?;
     bar.set(1.0, "done");
     bar.progress.finish();
-    if !args.history.no_history {
-        record_all(&args.history.config(), &inputs);
-    }
     // The verdict in the terminal too (on a robot over SSH there is no browser): the same
     // summary as the report's, at most 15 lines with the paths.
     for line in terminal_verdict(&crate::report::verdict(&inputs)) {
@@ -525,34 +510,9 @@ pub fn terminal_verdict(v: &crate::report::Verdict) -> Vec<String> {
     lines
 }
 
-fn record_all(args: &HistoryConfig, inputs: &[crate::results::input::Input]) {
-    let Some(path) = args.path() else { return };
-    let db = match History::open(&path) {
-        Ok(db) => db,
-        Err(e) => {
-            eprintln!("preempt: not recorded in the history: {e:#}");
-            return;
-        }
-    };
-    let mut ids = Vec::new();
-    for i in inputs {
-        let src = std::fs::canonicalize(&i.source).ok();
-        let r = match &i.loaded {
-            crate::results::input::Loaded::Result(r) => db.record(r, src.as_deref()),
-            crate::results::input::Loaded::Cyclictest(_) => continue,
-        };
-        match r {
-            Ok(id) => ids.push(id.to_string()),
-            Err(e) => eprintln!("preempt: not recorded in the history: {e:#}"),
-        }
-    }
-    if !ids.is_empty() {
-        eprintln!(
-            "preempt: recorded as runs #{} in {} (preempt history)",
-            ids.join(", #"),
-            path.display()
-        );
-    }
+/// `check.json` -> `check`: a suite file's stem (its step's kind and fallback name).
+fn stem(file: &'static str) -> &'static str {
+    file.trim_end_matches(".json")
 }
 
 #[cfg(test)]

@@ -47,15 +47,11 @@ pub mod zephyr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use anyhow::{Context, Result};
-use preempt_io::sys::clock::monotonic_now_ns;
 use preempt_io::sys::sched;
 
 use crate::config::{SetArg, StressConfig};
-use crate::results::{ResultFile, RunResult, SCHEMA_VERSION, SysInfo, Tool};
 use crate::stats::histogram::Histogram;
 use crate::stats::summary::Summary;
-use crate::stress::StressGuard;
-use crate::sysinfo;
 use crate::warnings::Warning;
 
 pub use crate::results::micro::{
@@ -239,53 +235,4 @@ fn title_of(id: &str) -> Option<&'static str> {
         "pthread_join" => "pthread_join",
         _ => return framework::title_of(id),
     })
-}
-
-/// Builds the results file of a run.
-pub fn file_of(
-    info: SysInfo,
-    warnings: &[Warning],
-    result: MicroResult,
-    started_unix_ms: u64,
-    elapsed_ns: u64,
-    interrupted: bool,
-) -> ResultFile {
-    ResultFile {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::this(),
-        complete: true,
-        interrupted,
-        interrupted_by: None,
-        failed: None,
-        started_unix_ms,
-        elapsed_ns,
-        sysinfo: info,
-        warnings: warnings.iter().map(|w| w.to_record_in("run")).collect(),
-        result: RunResult::Micro(Box::new(result)),
-    }
-}
-
-/// Runs everything under the stressors of `cfg` and returns the file, hints worded for
-/// `preempt run` (the suite's micro step; `preempt micro` goes through the run session).
-pub fn run_file(
-    cfg: &MicroConfig,
-    argv: Vec<String>,
-    stop: &AtomicBool,
-    on_progress: &mut dyn FnMut(usize, usize, &str),
-) -> Result<ResultFile> {
-    let t0 = monotonic_now_ns();
-    let started = crate::results::unix_ms_now();
-    let info = sysinfo::collect(argv);
-    let mut warns = sysinfo::machine_warnings(&info, &[cfg.cpu]);
-    let _stress = StressGuard::start(&cfg.stress)?;
-    let (result, w) = measure(cfg, stop, on_progress)?;
-    warns.extend(w);
-    Ok(file_of(
-        info,
-        &warns,
-        result,
-        started,
-        monotonic_now_ns() - t0,
-        stop.load(Relaxed),
-    ))
 }
