@@ -20,8 +20,8 @@
 //! record says so. Where the kernel offers a perf counter ([`perf`]), the loop is counted by it
 //! too, as a cross-check of the cycle figures.
 //!
-//! Results are one [`ResultFile`] like every other subcommand's, with
-//! [`RunResult::Micro`] (`"kind": "micro"`, `"data"`: a [`MicroResult`]), so `report`,
+//! Results are one [`ResultFile`](crate::results::ResultFile) like every other subcommand's,
+//! with [`RunResult::Micro`](crate::results::RunResult::Micro) (`"kind": "micro"`, `"data"`: a [`MicroResult`]), so `report`,
 //! `compare` and `history` read it through the same path as the others.
 //!
 //! ```no_run
