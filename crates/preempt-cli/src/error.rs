@@ -8,7 +8,7 @@
 //! |------|---------|
 //! | 0    | success (also when stdout is a closed pipe, e.g. `preempt check \| head -1`) |
 //! | 1    | the run failed (I/O error, measurement error) |
-//! | 2    | bad usage: unknown flag, bad value, impossible combination |
+//! | 2    | bad usage: unknown flag, bad value, impossible combination, an input file that is missing, a directory or unreadable |
 //! | 3    | missing privilege (SCHED_FIFO/DEADLINE refused, tracefs not writable) |
 //! | 4    | `preempt check` found at least one `fail` item |
 //! | 5    | `preempt compare --baseline` found a figure worse than `--max-ratio` allows |
@@ -58,7 +58,8 @@ pub fn exit_code_for_signal(sig: i32) -> u8 {
 
 /// The exit-code table for `--help`.
 pub const EXIT_CODES_HELP: &str = "Exit codes:\n  0    success (also when stdout is a closed pipe)\n  \
-1    the run failed\n  2    bad usage (unknown flag, bad value, impossible combination)\n  \
+1    the run failed\n  2    bad usage (unknown flag, bad value, impossible combination, an input file \
+that is missing, a directory or unreadable)\n  \
 3    missing privilege (real-time policy refused, tracefs not writable)\n  \
 4    `preempt check` found a failing item\n  \
 5    `preempt compare` found a regression beyond --max-ratio\n  \

@@ -15,7 +15,9 @@
 //!    rewrites the outputs while the run goes (`complete: false`);
 //! 4. **the end**: [`Session::save`] writes the final file to every output; when that fails
 //!    the result is saved to a fallback file whose path is printed, so the run is never lost;
-//!    then the run is recorded in the history database unless `--no-history`.
+//!    then the run is recorded in the history database unless `--no-history`. A run with an
+//!    optional output that ends after its figures (the demos' MCAP recording) saves once
+//!    more with its outcome, [`Session::amend`], in place.
 //!
 //! The caller prints its terminal table between [`Session::save`] and [`Saved::exit`], so the
 //! table is shown even when a file could not be written.
@@ -179,23 +181,8 @@ impl Session {
     /// Writes the final result to every output (or, when that fails, to a fallback file whose
     /// path is printed), then records it in the history unless `--no-history`.
     pub fn save(&self, f: &ResultFile) -> Saved {
-        // Interrupted by whom: the signal, when one stopped the run and the caller did not
-        // name another cause.
-        let signalled = (f.interrupted && f.interrupted_by.is_none() && f.failed.is_none())
-            .then(crate::measure::stop_signal_name)
-            .flatten()
-            .map(|sig| ResultFile {
-                interrupted_by: Some(sig.into()),
-                ..f.clone()
-            });
-        let f = signalled.as_ref().unwrap_or(f);
-        let (error, fallback) = match self.sink.write(f) {
-            Ok(()) => (None, None),
-            Err(e) => {
-                let (e, fallback) = self.fallback(f, e);
-                (Some(e), fallback)
-            }
-        };
+        let f = &Self::signalled(f);
+        let (error, fallback) = self.write_or_fall_back(f);
         let history_id = history::record_quietly(&self.history, f, self.sink.json_path());
         Saved {
             history_id,
@@ -207,6 +194,48 @@ impl Session {
     /// The JSON output of this run, if it writes one.
     pub fn json_path(&self) -> Option<&Path> {
         self.sink.json_path()
+    }
+
+    /// Saves `f` again over what [`Session::save`] wrote (`saved`): every output (or the
+    /// fallback file), and the history record in place. For a run whose optional output ends
+    /// after its figures are saved (the demos' MCAP recording): `f` carries that outcome.
+    pub fn amend(&self, saved: Saved, f: &ResultFile) -> Saved {
+        let f = &Self::signalled(f);
+        let (error, fallback) = self.write_or_fall_back(f);
+        if let Some(id) = saved.history_id {
+            history::replace_quietly(&self.history, id, f);
+        }
+        Saved {
+            history_id: saved.history_id,
+            error,
+            fallback,
+        }
+    }
+
+    /// Writes `f` to every output, or to the fallback file: the error and the fallback file.
+    fn write_or_fall_back(&self, f: &ResultFile) -> (Option<anyhow::Error>, Option<PathBuf>) {
+        match self.sink.write(f) {
+            Ok(()) => (None, None),
+            Err(e) => {
+                let (e, fallback) = self.fallback(f, e);
+                (Some(e), fallback)
+            }
+        }
+    }
+
+    /// `f` marked interrupted by the signal, when one stopped the run and the caller did not
+    /// name another cause.
+    fn signalled(f: &ResultFile) -> std::borrow::Cow<'_, ResultFile> {
+        match (f.interrupted && f.interrupted_by.is_none() && f.failed.is_none())
+            .then(crate::measure::stop_signal_name)
+            .flatten()
+        {
+            Some(sig) => std::borrow::Cow::Owned(ResultFile {
+                interrupted_by: Some(sig.into()),
+                ..f.clone()
+            }),
+            None => std::borrow::Cow::Borrowed(f),
+        }
     }
 
     /// Saves `f` where it can still be written after `e`, and says where: the error to

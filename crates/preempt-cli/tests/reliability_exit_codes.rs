@@ -1,7 +1,8 @@
 //! Reliability: every subcommand exits by the one documented table (docs/MEASURING.md
 //! "Exit codes", `crates/preempt-cli/src/error.rs`): bad usage 2, missing privilege 3 where
 //! the command needs privilege, SIGINT 130 and SIGTERM 143 for the commands that measure
-//! for a while. One row per command; short runs, so that the file stays cheap.
+//! for a while (and `check`, whose measured item a signal cuts). One row per command; short
+//! runs, so that the file stays cheap.
 //!
 //! The binary is `PREEMPT_BIN` when set (CI: the release build), else cargo's test build.
 //! The unprivileged rows run as `nobody` through `setpriv` when the tests run as root; the
@@ -161,9 +162,16 @@ fn start(
     args: &[String],
     needle: &str,
 ) -> Result<(Child, BufReader<std::process::ChildStderr>), String> {
-    let mut child = preempt_in(dir)
-        .args(args)
-        .current_dir(dir)
+    start_cmd(preempt_in(dir).args(args).current_dir(dir), args, needle)
+}
+
+/// [`start`] of a prepared command.
+fn start_cmd(
+    cmd: &mut Command,
+    args: &[String],
+    needle: &str,
+) -> Result<(Child, BufReader<std::process::ChildStderr>), String> {
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -211,6 +219,22 @@ fn ready(child: &Child, err: &mut impl BufRead, needle: &str) -> Result<(), Stri
     Err("never caught SIGINT and SIGTERM".into())
 }
 
+/// Sends `sig` (`-INT`, `-TERM`) to `child`; its exit code and the rest of its stderr.
+fn stop_with(
+    mut child: Child,
+    mut err: BufReader<std::process::ChildStderr>,
+    sig: &str,
+) -> (Option<i32>, String) {
+    let sent = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    let status = child.wait().unwrap();
+    assert!(sent.is_ok_and(|s| s.success()), "kill {sig}");
+    (status.code(), rest)
+}
+
 #[test]
 fn sigint_exits_130_and_sigterm_143_for_every_command_that_measures_for_a_while() {
     if !support::can_fifo() {
@@ -220,15 +244,58 @@ fn sigint_exits_130_and_sigterm_143_for_every_command_that_measures_for_a_while(
         let Some(args) = with_sim(args) else { continue };
         for (sig, code) in [("-INT", 130), ("-TERM", 143)] {
             let dir = tempfile::tempdir().unwrap();
-            let (mut child, mut err) = start(dir.path(), &args, needle).unwrap();
-            let sent = Command::new("kill")
-                .args([sig, &child.id().to_string()])
-                .status();
-            let mut rest = String::new();
-            let _ = std::io::Read::read_to_string(&mut err, &mut rest);
-            let status = child.wait().unwrap();
-            assert!(sent.is_ok_and(|s| s.success()), "kill {sig}");
-            assert_eq!(status.code(), Some(code), "{args:?} {sig}: {rest}");
+            let (child, err) = start(dir.path(), &args, needle).unwrap();
+            let (status, rest) = stop_with(child, err, sig);
+            assert_eq!(status, Some(code), "{args:?} {sig}: {rest}");
         }
+    }
+}
+
+#[test]
+fn check_stopped_by_a_signal_writes_what_it_found_marked_interrupted() {
+    // No privilege needed: as any user `check` reads the machine (its measured item is then
+    // "not measured"). The pause (PREEMPT_TEST_PAUSE=check) holds it where the signal must
+    // land, after its stop handler is installed and before the measured item.
+    for (sig, code, name) in [("-INT", 130, "SIGINT"), ("-TERM", 143, "SIGTERM")] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("check.json");
+        let args = vec![
+            "check".to_string(),
+            "--export-json".into(),
+            out.display().to_string(),
+        ];
+        let (child, err) = start_cmd(
+            preempt_in(dir.path())
+                .args(&args)
+                .env("PREEMPT_TEST_PAUSE", "check"),
+            &args,
+            "test pause at check",
+        )
+        .unwrap();
+        let (status, rest) = stop_with(child, err, sig);
+        assert_eq!(status, Some(code), "{sig}: {rest}");
+        let r = support::read_json(&out);
+        assert_eq!(
+            (&r["complete"], &r["interrupted"], &r["interrupted_by"]),
+            (
+                &serde_json::Value::Bool(true),
+                &serde_json::Value::Bool(true),
+                &serde_json::Value::from(name)
+            ),
+            "{r}"
+        );
+        // What it found is there; the measured item says it was cut.
+        let items = r["data"]["items"].as_array().expect("items");
+        assert!(items.len() > 5, "{r}");
+        let idle = items
+            .iter()
+            .find(|i| i["id"] == "idle-wakeup")
+            .expect("the idle-wakeup item");
+        assert!(
+            idle["value"].as_str().unwrap().contains("interrupted"),
+            "{idle}"
+        );
+        let list = support::history_list(dir.path());
+        assert!(list.contains(&format!("[INTERRUPTED by {name}]")), "{list}");
     }
 }

@@ -1,11 +1,13 @@
 //! Reliability: bounded inputs. Every file `report`, `compare` and `history import` read has
 //! a size limit and is refused with a message naming it when it is not text (`/dev/zero`
 //! grew `preempt report` to 11 GB resident in 5 s) or is larger than the limit, after
-//! reading at most the limit.
+//! reading at most the limit. An input path that names no file, a directory where a file is
+//! needed, or a file this user may not read is bad usage (exit 2) naming the path.
 //!
 //! The binary is `PREEMPT_BIN` when set (CI: the release build), else cargo's test build.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 mod support;
@@ -93,5 +95,78 @@ fn monitor_refuses_a_zero_or_wrapping_window_naming_the_flag() {
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_missing_unreadable_or_directory_input_exits_2_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let missing = d.join("no-such-run.json");
+    let empty_dir = d.join("no-results");
+    std::fs::create_dir(&empty_dir).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/micro-v1.json");
+    let (m, e, f) = (
+        missing.to_str().unwrap(),
+        empty_dir.to_str().unwrap(),
+        fixture.to_str().unwrap(),
+    );
+    let report_out = d.join("report");
+    let r = report_out.to_str().unwrap();
+    let no_file = format!("cannot read {m}: no such file");
+    let a_dir = format!("cannot read {e}: it is a directory");
+    let no_results = format!("{e} holds no result file");
+    let rows: [(&[&str], &str); 9] = [
+        (&["report", m, "-o", r], &no_file),
+        (&["report", f, "--trace", m, "-o", r], &no_file),
+        (&["report", f, "--trace", e, "-o", r], &a_dir),
+        (&["report", e, "-o", r], &no_results),
+        (
+            &["compare", f, m],
+            &format!("cannot read {m}: no such file"),
+        ),
+        (&["compare", "--baseline", m, f], &format!("--baseline {m}")),
+        (&["compare", f, e], &no_results),
+        (&["history", "import", m], &no_file),
+        (&["history", "import", e], &a_dir),
+    ];
+    for (args, needle) in rows {
+        let o = support::preempt_in(d).args(args).output().unwrap();
+        eprintln!("{args:?}");
+        support::exits(&o, 2, &[needle]);
+    }
+    // A run id that is not in the history is a bad value too.
+    let o = support::preempt_in(d)
+        .args(["history", "show", "999"])
+        .output()
+        .unwrap();
+    support::exits(&o, 2, &["no run #999"]);
+}
+
+#[test]
+fn an_input_this_user_may_not_read_exits_2_naming_the_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let closed = dir.path().join("closed.json");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/micro-v1.json"),
+        &closed,
+    )
+    .unwrap();
+    // Root reads any file: then the unreadable case runs as nobody (root's 0600 file).
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let c = closed.to_str().unwrap();
+    for args in [
+        &["report", c, "-o", "report"][..],
+        &["compare", c, c],
+        &["history", "import", c],
+    ] {
+        let o = support::unprivileged(dir.path())
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        eprintln!("{args:?}");
+        support::exits(&o, 2, &[&format!("cannot read {c}: permission denied")]);
     }
 }

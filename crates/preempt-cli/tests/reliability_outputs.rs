@@ -29,9 +29,7 @@ fn json(path: &Path) -> Value {
 
 /// How many runs the private history of `dir` holds.
 fn history_runs(dir: &Path) -> usize {
-    let o = preempt(dir).args(["history", "list"]).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout)
+    support::history_list(dir)
         .lines()
         .skip(1)
         .filter(|l| !l.trim().is_empty())
@@ -271,16 +269,25 @@ fn a_demo_stopped_by_sigterm_exits_143_with_a_complete_file_marked_interrupted()
         (&r["complete"], &r["interrupted"]),
         (&Value::Bool(true), &Value::Bool(true))
     );
-    let o = preempt(dir.path())
-        .args(["history", "list"])
-        .output()
-        .unwrap();
-    let list = String::from_utf8_lossy(&o.stdout);
+    let list = support::history_list(dir.path());
     assert!(
         list.contains("[INTERRUPTED by SIGTERM]") && !list.contains("PARTIAL"),
         "{list}"
     );
     assert_eq!(r["interrupted_by"], "SIGTERM");
+    // The recording ended whole, and the result file and the history say so (saved again
+    // after the recording's end, in place).
+    assert!(
+        r["data"]["output_error"].is_null(),
+        "{}",
+        r["data"]["output_error"]
+    );
+    let o = preempt(dir.path())
+        .args(["history", "show", "1"])
+        .output()
+        .unwrap();
+    let stored: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(stored["data"]["output_error"].is_null(), "{stored}");
     // The earlier run's files, set aside while this one ran, are gone with its result written.
     for f in &earlier {
         assert!(!f.exists(), "{} is left", f.display());
@@ -374,6 +381,82 @@ fn a_second_ctrl_c_in_the_demo_shutdown_exits_130_and_never_leaves_an_empty_json
         !out.join("gimbal.mcap").exists() || is_finished_mcap(&out.join("gimbal.mcap")),
         "a cut recording under the final name"
     );
+}
+
+/// `preempt demo STEM` (`gimbal`, `uav`) in `out` for 20 s, paused before the end of its
+/// MCAP recording (`PREEMPT_TEST_PAUSE=mcap-tail`): stopped by `sig`, then by `sig` again
+/// while it is held there (the window that is otherwise milliseconds long), it leaves its
+/// figures whole and marked interrupted, the cut recording named as such, one history record,
+/// and exits `code`.
+fn second_signal_while_the_recording_ends(stem: &str, sig: &str, code: i32, by: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let earlier = if stem == "gimbal" {
+        earlier_run(&out).to_vec()
+    } else {
+        Vec::new()
+    };
+    let mut cmd = if stem == "gimbal" {
+        gimbal(dir.path(), &out, "20s")
+    } else {
+        let mut c = preempt(dir.path());
+        if !preempt_io::sys::caps::has_effective(preempt_io::sys::caps::Capability::SysNice)
+            .unwrap_or(false)
+        {
+            c.env("PREEMPT_SOFT", "1");
+        }
+        c.args(["demo", "uav", "--duration", "20s", "--out"])
+            .arg(&out);
+        c
+    };
+    cmd.env("PREEMPT_TEST_PAUSE", "mcap-tail");
+    let starting = if stem == "gimbal" {
+        "gimbal demo for"
+    } else {
+        "UAV flight for"
+    };
+    let (child, mut err) = spawn_until(&mut cmd, starting);
+    let part = out.join(format!("{stem}.mcap.part"));
+    wait_for_file(&part);
+    signal(&child, sig);
+    support::wait_for_line(&mut err, "test pause at mcap-tail");
+    signal(&child, sig);
+    let (got, rest) = finish(child, err);
+    assert_eq!(got, Some(code), "{rest}");
+    let r = json(&out.join(format!("{stem}.json")));
+    assert_eq!(
+        (&r["complete"], &r["interrupted"], &r["interrupted_by"]),
+        (&Value::Bool(true), &Value::Bool(true), &Value::from(by)),
+        "{r}"
+    );
+    let data = if stem == "gimbal" {
+        &r["data"]
+    } else {
+        &r["data"]["cells"][0]
+    };
+    let note = data["output_error"].as_str().unwrap_or_default();
+    assert!(
+        note.contains(&format!("{} is cut", part.display())),
+        "the result file must say the recording is cut: {note:?}"
+    );
+    // The cut recording keeps its .part name; none looks finished.
+    assert!(part.exists() && !out.join(format!("{stem}.mcap")).exists());
+    for f in &earlier {
+        assert!(!f.exists(), "{} is left", f.display());
+    }
+    let list = support::history_list(dir.path());
+    assert!(list.contains(&format!("[INTERRUPTED by {by}]")), "{list}");
+    assert_eq!(history_runs(dir.path()), 1, "{list}");
+}
+
+#[test]
+fn a_second_sigint_while_the_gimbal_recording_ends_keeps_the_figures() {
+    second_signal_while_the_recording_ends("gimbal", "-INT", 130, "SIGINT");
+}
+
+#[test]
+fn a_second_sigterm_while_the_uav_recording_ends_keeps_the_figures() {
+    second_signal_while_the_recording_ends("uav", "-TERM", 143, "SIGTERM");
 }
 
 /// A tmpfs of `size` mounted on `out` (created) until the guard drops; None (the test then

@@ -42,7 +42,8 @@ fn missing_file_is_named() {
         msg.contains(&format!("cannot read {}", missing.display())),
         "{msg}"
     );
-    assert_eq!(code, 1);
+    // A bad argument (docs/MEASURING.md, exit codes): 2.
+    assert_eq!(code, 2);
     assert!(
         !d.path().join("out/index.html").exists(),
         "no page from bad input"

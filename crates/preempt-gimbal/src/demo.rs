@@ -8,11 +8,15 @@
 //!  4. recorder thread: bridge -> /gimbal/state, keeps the records
 //!     watchdog thread: plant alive? stop flag (Ctrl-C)? -> ends the app
 //!  5. the controller app runs for the duration (this thread blocks in it)
-//!  6. stop the plant, read its counters, finish the MCAP (always), figures -> gimbal.json
+//!  6. stop the plant, read its counters, the figures
+//!  7. (the caller) the figures -> gimbal.json (and the CLI's history), then the MCAP's end
 //! ```
 //!
-//! Every way out after step 1 finalises the MCAP and writes the JSON: an interrupted run or
-//! a dead plant is marked (`interrupted`, `error`) and keeps what was recorded. Step 1 sets
+//! Every way out after step 1 writes the JSON and finalises the MCAP: an interrupted run or
+//! a dead plant is marked (`interrupted`, `error`) and keeps what was recorded. The figures
+//! come first: [`run`] returns them with the recording's end still to write ([`McapTail`]),
+//! so a second Ctrl-C while it is written (the process then stops at once) leaves a whole
+//! `gimbal.json` whose `output_error` says the recording is cut. Step 1 sets
 //! an earlier run's `gimbal.json`/`gimbal.mcap` aside as `gimbal.previous.*` (removed once
 //! this run's JSON is written), so a run killed midway (SIGKILL, a second Ctrl-C) never
 //! leaves them looking like its own, and creates no file that could be left empty: the MCAP
@@ -35,6 +39,7 @@ use preempt_rig::harness;
 use preempt_rig::outputs::{Outputs, tmp_path};
 use preempt_rig::plant_rt::PlantConfig;
 use preempt_rig::result::{ExplainOutcome, TimeSummary};
+use preempt_rig::telemetry::McapTail;
 
 /// Bridge capacity, samples: 6.5 s of telemetry, so the recorder may stall that long (disk,
 /// a descheduled thread) before a sample is lost.
@@ -133,19 +138,24 @@ pub fn default_plant_exe() -> PathBuf {
     harness::sibling_exe("gimbal-plant")
 }
 
-/// Runs the demo. `stop` is the caller's Ctrl-C flag. Returns the data (also written to
-/// `gimbal.json` by [`write_json`]); an interrupted or failed run still returns its data,
-/// marked.
+/// Runs the demo. `stop` is the caller's Ctrl-C flag. Returns the data, the files and the
+/// recording's end: the caller writes the data (e.g. [`write_json`]), calls
+/// [`Outputs::replaced`], then [`McapTail::close`], and writes the data again with the
+/// recording's final `output_error` (until then it is [`McapTail::pending`]). An interrupted
+/// or failed run still returns its data, marked.
 ///
 /// # Errors
 /// Bad configuration, an output file that cannot be created, the plant that cannot start,
 /// or a run that could not start at all (missing privileges: the app printed the fix).
-pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outputs), String> {
+pub fn run(
+    cfg: &DemoConfig,
+    stop: &Arc<AtomicBool>,
+) -> Result<(GimbalData, Outputs, McapTail), String> {
     cfg.validate()?;
     let mut out = Outputs::prepare(&cfg.out_dir, "gimbal")?;
     out.begin()?;
     match record(cfg, stop, &out) {
-        Ok(data) => Ok((data, out)),
+        Ok((data, tail)) => Ok((data, out, tail)),
         Err(e) => {
             // Never started (or could not): an earlier run's files in DIR stay as they were.
             let _ = std::fs::remove_file(preempt_rig::telemetry::part_path(&out.mcap));
@@ -155,8 +165,12 @@ pub fn run(cfg: &DemoConfig, stop: &Arc<AtomicBool>) -> Result<(GimbalData, Outp
     }
 }
 
-/// [`run`] once `out` is ready: records the run and writes its figures.
-fn record(cfg: &DemoConfig, stop: &Arc<AtomicBool>, out: &Outputs) -> Result<GimbalData, String> {
+/// [`run`] once `out` is ready: records the run; its figures and the recording's end.
+fn record(
+    cfg: &DemoConfig,
+    stop: &Arc<AtomicBool>,
+    out: &Outputs,
+) -> Result<(GimbalData, McapTail), String> {
     let base_ns = clock::now_ns(ClockId::Realtime);
     let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
     let samples = cfg.samples();
@@ -273,7 +287,8 @@ fn record(cfg: &DemoConfig, stop: &Arc<AtomicBool>, out: &Outputs) -> Result<Gim
             .err()
             .map(|e| format!("writing the task statistics: {e}"))
     });
-    let (counts, output_error) = sink.close(write_error);
+    let counts = sink.counts();
+    let tail = sink.into_tail(write_error);
     let mut error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
     if let Some(e) = plant_error {
         error.get_or_insert(format!("stopping the plant: {e}"));
@@ -291,14 +306,14 @@ fn record(cfg: &DemoConfig, stop: &Arc<AtomicBool>, out: &Outputs) -> Result<Gim
     } else {
         cpu.iter().sum::<u64>() as f64 / cpu.len() as f64
     };
-    let mut data = GimbalData {
+    let data = GimbalData {
         duration_s: cfg.duration_s,
         steps: cfg.steps.to_string(),
         seed: cfg.seed,
         soft,
         interrupted,
         error,
-        output_error,
+        output_error: Some(tail.pending()),
         cpu_dma_latency_us: dma
             .as_ref()
             .map(preempt_io::sys::cpu::CpuDmaLatency::target_us),
@@ -340,15 +355,7 @@ fn record(cfg: &DemoConfig, stop: &Arc<AtomicBool>, out: &Outputs) -> Result<Gim
         },
         explained: ExplainOutcome::of(explained),
     };
-    match write_json(&out.json, &data) {
-        Ok(()) => out.replaced(),
-        Err(e) => {
-            // The caller still gets the figures (the CLI writes them again, with a fallback).
-            eprintln!("gimbal: {e}");
-            data.output_error.get_or_insert(e);
-        }
-    }
-    Ok(data)
+    Ok((data, tail))
 }
 
 /// The live views of `--foxglove` and `--ros2` (each behind its cargo feature): the

@@ -9,7 +9,8 @@
 //!
 //! Log times are the samples' times on the 10 kHz grid plus the run's wall-clock start, so
 //! real and reference line up in Foxglove's plot. The writer is finalised (summary and index
-//! written) by [`McapSink::finish`], which the demo calls on every way out, Ctrl-C included.
+//! written) by [`McapTail::close`], which the demo calls on every way out, Ctrl-C included,
+//! once the run's figures are written.
 //!
 //! The recording itself is the rig's [`JsonMcap`] (`preempt_rig::telemetry`), the one
 //! JSON-over-MCAP sink of both demonstrators, with this crate's schemas and channels
@@ -18,7 +19,7 @@
 use std::io;
 use std::path::Path;
 
-use preempt_rig::telemetry::{Channels, JsonMcap};
+use preempt_rig::telemetry::{Channels, JsonMcap, McapTail};
 use serde::Serialize;
 
 use crate::record::SampleRecord;
@@ -202,10 +203,9 @@ impl McapSink {
         self.0.finish().map(|c| Counts::of(&c))
     }
 
-    /// Ends the recording ([`JsonMcap::close`]): finished, or removed after a failed write.
-    pub fn close(self, failed: Option<String>) -> (Counts, Option<String>) {
-        let (c, why) = self.0.close(failed);
-        (Counts::of(&c), why)
+    /// Ends the writing of messages ([`JsonMcap::into_tail`]); `failed`: a write that failed.
+    pub fn into_tail(self, failed: Option<String>) -> McapTail {
+        self.0.into_tail(failed)
     }
 
     /// Drops the recording of a run that never started ([`JsonMcap::discard`]).

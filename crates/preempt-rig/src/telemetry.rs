@@ -3,8 +3,8 @@
 //! front naming its path in the error, schemas and channels added in a fixed order
 //! ([`Channels`]), messages JSON-encoded into one reused buffer with their log time on the
 //! run's grid, messages counted per channel, the file written as `NAME.part` and renamed into
-//! place by [`JsonMcap::finish`] ([`part_path`]), or removed by [`JsonMcap::close`] when a write
-//! failed. Each demonstrator gives it its schemas and channels (`preempt_gimbal::telemetry`,
+//! place by [`JsonMcap::finish`] ([`part_path`]). The demos end it after writing their
+//! figures ([`McapTail::close`]: finished, or removed when a write failed). Each demonstrator gives it its schemas and channels (`preempt_gimbal::telemetry`,
 //! `preempt_uav::telemetry`).
 //!
 //! ```
@@ -212,33 +212,10 @@ impl JsonMcap {
         Ok(counts)
     }
 
-    /// Ends a recording that is optional to its run: finished and renamed into place when
-    /// every write succeeded (`failed` is `None`), else removed, so that its disk space goes
-    /// to the run's figures (a full disk is the usual cause). Returns the messages written per
-    /// channel and, when the recording is lost, why (the run's `output_error`).
-    pub fn close(self, failed: Option<String>) -> (Vec<u64>, Option<String>) {
-        let (path, part, counts) = (self.path.clone(), self.part.clone(), self.counts.clone());
-        let why = match failed {
-            Some(why) => {
-                self.discard();
-                why
-            }
-            None => match self.finish() {
-                Ok(counts) => return (counts, None),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&part);
-                    format!("finishing it: {e}")
-                }
-            },
-        };
-        (
-            counts,
-            Some(format!(
-                "the MCAP recording {} could not be written ({why}); it was removed, the \
-                 figures are kept",
-                path.display()
-            )),
-        )
+    /// Ends the writing of messages: what is left is the recording's end ([`McapTail`]).
+    /// `failed` is why a write already failed (the recording is then to be removed).
+    pub fn into_tail(self, failed: Option<String>) -> McapTail {
+        McapTail { mcap: self, failed }
     }
 
     /// Drops the recording of a run that never started: its file is removed and a file of
@@ -248,6 +225,72 @@ impl JsonMcap {
         drop(self);
         let _ = std::fs::remove_file(part);
     }
+}
+
+/// A recording whose messages are all written, and whose end is still to be written: the
+/// last chunk, the summary and index, the rename of `NAME.part` into place. The demos write the
+/// run's figures (result file and history) *before* [`McapTail::close`], the optional output
+/// after the figures, so that a second Ctrl-C while the end is written (which stops the
+/// process at once) loses at most the recording, never the figures; until then the result
+/// file carries [`McapTail::pending`], which says what a stop in between leaves.
+#[derive(Debug)]
+pub struct McapTail {
+    mcap: JsonMcap,
+    failed: Option<String>,
+}
+
+impl McapTail {
+    /// The recording's final name.
+    pub fn path(&self) -> &Path {
+        &self.mcap.path
+    }
+
+    /// What the run's `output_error` says while the end is being written: the state a run
+    /// stopped in between leaves the recording in (cut, as `NAME.part`; or to be removed after
+    /// a failed write). [`McapTail::close`] gives the final word.
+    pub fn pending(&self) -> String {
+        match &self.failed {
+            Some(why) => lost(&self.mcap.path, why),
+            None => format!(
+                "the MCAP recording {} was not finished: the run stopped while its end was \
+                 written, so {} is cut (no summary or index); the figures are whole",
+                self.mcap.path.display(),
+                self.mcap.part.display()
+            ),
+        }
+    }
+
+    /// Ends a recording that is optional to its run: finished and renamed into place when
+    /// every write succeeded, else removed, so that its disk space goes to the run's figures
+    /// (a full disk is the usual cause). Returns the messages written per channel and, when
+    /// the recording is lost, why (the run's `output_error`).
+    pub fn close(self) -> (Vec<u64>, Option<String>) {
+        let McapTail { mcap, failed } = self;
+        let (path, part, counts) = (mcap.path.clone(), mcap.part.clone(), mcap.counts.clone());
+        let why = match failed {
+            Some(why) => {
+                mcap.discard();
+                why
+            }
+            None => match mcap.finish() {
+                Ok(counts) => return (counts, None),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&part);
+                    format!("finishing it: {e}")
+                }
+            },
+        };
+        (counts, Some(lost(&path, &why)))
+    }
+}
+
+/// The `output_error` of a recording removed after a failed write (`why`).
+fn lost(path: &Path, why: &str) -> String {
+    format!(
+        "the MCAP recording {} could not be written ({why}); it was removed, the figures are \
+         kept",
+        path.display()
+    )
 }
 
 /// Where a recording to `path` is written until [`JsonMcap::finish`] renames it into place

@@ -8,11 +8,14 @@
 //!  4. recorder thread: bridge -> /uav/state, keeps the records   (preempt_rig::harness)
 //!     watchdog thread: simulator alive? stop flag (Ctrl-C)? -> ends the app
 //!  5. the controller app flies for the duration (this thread blocks in it)
-//!  6. stop the simulator, read its counters, finish the MCAP (always), figures -> uav.json
+//!  6. stop the simulator, read its counters, the figures
+//!  7. (the caller) the figures -> uav.json (and the CLI's history), then the MCAP's end
 //! ```
 //!
-//! Every way out after step 1 finalises the MCAP and writes the JSON: an interrupted flight
-//! or a dead simulator is marked (`interrupted`, `error`) and keeps what was recorded. A
+//! Every way out after step 1 writes the JSON and finalises the MCAP: an interrupted flight
+//! or a dead simulator is marked (`interrupted`, `error`) and keeps what was recorded. The
+//! figures come first ([`fly`] returns the recording's end still to write, [`McapTail`]), so
+//! a second Ctrl-C while it is written leaves a whole `uav.json` saying the recording is cut. A
 //! controller that cannot start at all leaves DIR as it was (`uav.mcap.part` until the MCAP
 //! is finished; the JSON only opened, not truncated, before the flight).
 
@@ -26,6 +29,7 @@ use preempt_io::sys::sched::Policy;
 use preempt_rig::harness;
 pub use preempt_rig::outputs::Outputs;
 use preempt_rig::plant_rt::PlantConfig;
+use preempt_rig::telemetry::McapTail;
 use serde::{Deserialize, Serialize};
 
 use crate::app;
@@ -150,21 +154,26 @@ pub struct UavData {
     pub cells: Vec<FlightCell>,
 }
 
-/// Flies once. `stop` is the caller's Ctrl-C flag. Returns the cell (the caller writes the
-/// result file); an interrupted or failed flight still returns its figures, marked.
+/// Flies once. `stop` is the caller's Ctrl-C flag. Returns the cell, the files and the
+/// recording's end: the caller writes the result file, then [`McapTail::close`]s the
+/// recording and writes the cell's final `output_error` (until then [`McapTail::pending`]).
+/// An interrupted or failed flight still returns its figures, marked.
 ///
 /// # Errors
 /// Bad configuration, an output file that cannot be created, the simulator that cannot
 /// start, or a flight that could not start at all (missing privileges: the app printed the
 /// fix).
-pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Outputs), String> {
+pub fn fly(
+    cfg: &FlightConfig,
+    stop: &Arc<AtomicBool>,
+) -> Result<(FlightCell, Outputs, McapTail), String> {
     let samples = cfg.samples()?;
     let mut out = Outputs::prepare(&cfg.out_dir, "uav")?;
     // An earlier flight's uav.json/uav.mcap are set aside as uav.previous.* until the caller
     // has written this one's ([`Outputs::replaced`]).
     out.begin()?;
     match record(cfg, stop, &out, samples) {
-        Ok(cell) => Ok((cell, out)),
+        Ok((cell, tail)) => Ok((cell, out, tail)),
         Err(e) => {
             // Never started (or could not): an earlier flight's files stay as they were.
             let _ = std::fs::remove_file(preempt_rig::telemetry::part_path(&out.mcap));
@@ -174,13 +183,13 @@ pub fn fly(cfg: &FlightConfig, stop: &Arc<AtomicBool>) -> Result<(FlightCell, Ou
     }
 }
 
-/// [`fly`] once `out` is ready: flies and records; the cell.
+/// [`fly`] once `out` is ready: flies and records; the cell and the recording's end.
 fn record(
     cfg: &FlightConfig,
     stop: &Arc<AtomicBool>,
     out: &Outputs,
     samples: u64,
-) -> Result<FlightCell, String> {
+) -> Result<(FlightCell, McapTail), String> {
     let base_ns = clock::now_ns(ClockId::Realtime);
     let mut sink = McapSink::create(&out.mcap, base_ns).map_err(|e| format!("--out: {e}"))?;
     let soft = preempt::soft_requested();
@@ -279,7 +288,7 @@ fn record(
             "the controller could not start (see the message above: real-time privileges, or PREEMPT_SOFT=1)".into()
         }));
     }
-    let output_error = sink.close(write_error);
+    let tail = sink.into_tail(write_error);
     let mut error = app_error;
     if let Some(e) = sim_error {
         error.get_or_insert(format!("stopping the simulator: {e}"));
@@ -298,7 +307,7 @@ fn record(
         soft,
         interrupted,
         error,
-        output_error,
+        output_error: Some(tail.pending()),
         expected_steps: expected,
         telemetry_lost: lost,
         sim: counters,
@@ -328,7 +337,7 @@ fn record(
     }
     cell.missed_periods = expected.saturating_sub(cell.flown_steps);
     cell.crashed |= sim_crashed; // also a crash after the last frame
-    Ok(cell)
+    Ok((cell, tail))
 }
 
 /// The result file's JSON: `{schema_version, tool, kind: "demo_uav", complete, interrupted,

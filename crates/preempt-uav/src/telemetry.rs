@@ -7,8 +7,9 @@
 //! | `/uav/reference` | reference step       | the same fields from the ideal-timing flight      |
 //!
 //! Log times are the steps' times on the 250 Hz grid plus the flight's wall-clock start, so
-//! flight and reference line up. [`McapSink::finish`] writes the summary and index; the demo
-//! calls it on every way out, Ctrl-C included. The writing is the rig's
+//! flight and reference line up. [`McapTail::close`] writes the summary and index; the demo
+//! calls it on every way out, Ctrl-C included, once the flight's figures are written. The
+//! writing is the rig's
 //! [`JsonMcap`] with this crate's schema and channels ([`UAV_CHANNELS`]).
 
 use std::io;
@@ -16,7 +17,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use preempt_rig::telemetry::{Channels, JsonMcap};
+use preempt_rig::telemetry::{Channels, JsonMcap, McapTail};
 
 use crate::control::PERIOD_NS;
 use crate::record::FlightRecord;
@@ -143,10 +144,10 @@ impl McapSink {
         self.0.discard();
     }
 
-    /// Ends the recording ([`JsonMcap::close`]): finished, or removed after a failed write;
-    /// returns why it was lost, if it was.
-    pub fn close(self, failed: Option<String>) -> Option<String> {
-        self.0.close(failed).1
+    /// Ends the writing of messages ([`JsonMcap::into_tail`]); `failed`: a write that failed.
+    /// The demo writes the figures, then ends the recording ([`McapTail::close`]).
+    pub fn into_tail(self, failed: Option<String>) -> McapTail {
+        self.0.into_tail(failed)
     }
 }
 

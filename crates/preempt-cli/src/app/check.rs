@@ -1,6 +1,7 @@
 //! `preempt check`: the readiness audit of [`crate::check`].
 
 use std::io::Write;
+use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::Result;
 
@@ -9,21 +10,32 @@ use crate::check;
 use crate::cli::CheckArgs;
 use crate::error::{EXIT_CHECK_FAILED, EXIT_OK};
 use crate::export::Sink;
+use crate::measure;
 use crate::results::{RunResult, Status};
 use crate::session::Session;
+use crate::warnings::Warning;
 
-/// `preempt check`: the audit, its table (or JSON), the result file and the history.
+/// `preempt check`: the audit, its table (or JSON), the result file and the history. Ctrl-C
+/// or SIGTERM stops the measured item (the others only read files): what was found is
+/// written, marked interrupted, and the exit is 130/143 as for every measuring command.
 pub fn run(a: &CheckArgs, argv: Vec<String>) -> Result<u8> {
-    let session = Session::start(
+    let mut session = Session::start(
         "check",
         argv,
         Sink::new(a.export_json.as_deref(), None),
         &[],
         a.history.config(),
     )?;
-    let report = check::run();
+    let stop = measure::install_stop_flag()?;
+    measure::test_pause("check", &stop);
+    let report = check::run(&stop);
     let failed = check::has_failures(&report);
-    let file = session.file(RunResult::Check(report.clone()));
+    let interrupted = stop.load(Relaxed);
+    if interrupted {
+        session.warnings.push(Warning::Interrupted);
+    }
+    let mut file = session.file(RunResult::Check(report.clone()));
+    file.interrupted = interrupted;
     let saved = session.save(&file);
     let info = &session.info;
     let mut out = std::io::stdout().lock();
@@ -65,5 +77,11 @@ pub fn run(a: &CheckArgs, argv: Vec<String>) -> Result<u8> {
         )?;
         out.flush()?;
     }
-    saved.exit(if failed { EXIT_CHECK_FAILED } else { EXIT_OK })
+    saved.exit(if interrupted {
+        measure::interrupted_exit_code()
+    } else if failed {
+        EXIT_CHECK_FAILED
+    } else {
+        EXIT_OK
+    })
 }

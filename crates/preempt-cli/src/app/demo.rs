@@ -67,7 +67,7 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
     );
     let outcome = demo::run(&cfg, &stop);
     drop(guard);
-    let (data, out) = outcome.map_err(start_failure)?;
+    let (mut data, out, tail) = outcome.map_err(start_failure)?;
     if data.interrupted {
         session.warnings.push(Warning::Interrupted);
     }
@@ -75,9 +75,18 @@ pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
     let mut file = session.file(RunResult::DemoGimbal(Box::new(data.clone())));
     file.interrupted = data.interrupted;
     file.failed.clone_from(&data.error);
-    // The result file (atomically, over the demo's own JSON; a fallback file if that fails)
-    // and the history record, as every measuring command does.
+    // The figures before the recording's end (their `output_error` says it is not finished
+    // yet): the result file (atomically; a fallback file if that fails) and the history
+    // record. A second Ctrl-C in the end then loses the recording, never the figures.
     let saved = session.save(&file);
+    if saved.error.is_none() {
+        // This run's gimbal.json is in place: the earlier one set aside goes.
+        out.replaced();
+    }
+    measure::test_pause("mcap-tail", &stop);
+    data.output_error = tail.close().1;
+    file.result = RunResult::DemoGimbal(Box::new(data.clone()));
+    let saved = session.amend(saved, &file);
     print(&data)?;
     eprintln!(
         "preempt: results in {} (kind demo_gimbal){}",

@@ -85,7 +85,10 @@ pub fn run(args: &HistoryCmdArgs) -> Result<u8> {
         }
         Action::Delete { id } => {
             if !db.delete(id)? {
-                anyhow::bail!("no run #{id} in history database {}", db.path().display());
+                return Err(usage(format!(
+                    "no run #{id} in history database {} (see preempt history)",
+                    db.path().display()
+                )));
             }
             writeln!(out, "run #{id} deleted")?;
         }

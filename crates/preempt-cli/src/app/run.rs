@@ -292,7 +292,7 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     let stop = measure::install_stop_flag()?;
     let rt_ok = micro::fifo_permitted(args.priority);
     // Before the run holds /dev/cpu_dma_latency: the check measures wake-ups with and without.
-    let mut check_report = Some(check::run());
+    let mut check_report = Some(check::run(&stop));
     let env = RtEnvironment::prepare(RtConfig::from(&RtArgs {
         mlock: true,
         no_mlock: false,

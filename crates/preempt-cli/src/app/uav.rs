@@ -132,15 +132,21 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     );
     let outcome = demo::fly(&cfg, &stop);
     drop(guard);
-    let (cell, out) = outcome.map_err(super::demo::start_failure)?;
-    let data = demo::single(&cfg, cell);
+    let (cell, out, tail) = outcome.map_err(super::demo::start_failure)?;
+    let mut data = demo::single(&cfg, cell);
     let mut file = result_file(&session, &data);
     file.failed.clone_from(&data.cells[0].error);
+    // The figures before the recording's end, as `demo gimbal` (a second Ctrl-C in the end
+    // loses the recording, never the figures); then once more with the recording's outcome.
     let saved = session.save(&file);
     if saved.error.is_none() {
         // This flight's uav.json is in place: the earlier one set aside goes.
         out.replaced();
     }
+    measure::test_pause("mcap-tail", &stop);
+    data.cells[0].output_error = tail.close().1;
+    file.result = RunResult::DemoUav(Box::new(data.clone()));
+    let saved = session.amend(saved, &file);
     print(&data, &mut std::io::stdout().lock())?;
     let c = &data.cells[0];
     eprintln!(

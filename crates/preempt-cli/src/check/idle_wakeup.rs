@@ -31,6 +31,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use preempt_io::sys::clock::{ClockId, monotonic_now_ns, sleep_until_ns};
 use preempt_io::sys::{cpu, sched};
@@ -202,8 +203,8 @@ struct Mode {
 }
 
 /// The probe proper, on its pinned SCHED_FIFO thread: `[idle states free, cpu_dma_latency
-/// held at 0]`.
-fn measure(cpu: usize) -> Result<[Mode; 2], String> {
+/// held at 0]`; `None` when `stop` was set before its last block.
+fn measure(cpu: usize, stop: &AtomicBool) -> Result<Option<[Mode; 2]>, String> {
     let fifo = sched::Policy::Fifo { priority: PRIORITY };
     sched::set_current_thread_affinity(&[cpu]).map_err(|e| e.to_string())?;
     sched::set_current_thread_policy(&fifo).map_err(|e| {
@@ -222,6 +223,9 @@ fn measure(cpu: usize) -> Result<[Mode; 2], String> {
     let mut samples = [(0u64, false); BLOCK];
     let mut next = monotonic_now_ns() + PERIOD_NS;
     for block in 0..2 * BLOCKS_PER_MODE {
+        if stop.load(Relaxed) {
+            return Ok(None);
+        }
         let held = block % 2 == 1;
         let guard = if held {
             Some(cpu::hold_cpu_dma_latency(0).map_err(|e| e.to_string())?)
@@ -262,12 +266,14 @@ fn measure(cpu: usize) -> Result<[Mode; 2], String> {
             idle_us: sum.idle_us + c.idle_us,
         });
     }
-    Ok(modes)
+    Ok(Some(modes))
 }
 
 /// Measures the probe on the most idle CPU (an isolated one if possible) and turns it into
-/// the `idle-wakeup` item and, when it ran, its figures.
-pub fn probe(isolated: &[usize]) -> (CheckItem, Option<IdleWakeup>) {
+/// the `idle-wakeup` item and, when it ran, its figures. `stop` set (a signal) ends it before
+/// its next block: the item then says it was not measured (half a probe would compare
+/// unequal halves).
+pub fn probe(isolated: &[usize], stop: &AtomicBool) -> (CheckItem, Option<IdleWakeup>) {
     let not_measured = |why: String| {
         (
             item(
@@ -281,6 +287,14 @@ pub fn probe(isolated: &[usize]) -> (CheckItem, Option<IdleWakeup>) {
             None,
         )
     };
+    let interrupted = || {
+        let why = "not measured: interrupted (Ctrl-C or SIGTERM) before the probe ended";
+        let fix = "rerun preempt check and let it finish (0.65 s)";
+        (item(ID, TITLE, Status::Info, why, fix), None)
+    };
+    if stop.load(Relaxed) {
+        return interrupted();
+    }
     let found_us = match dma_latency_now_us() {
         Ok(v) => v,
         Err(e) => return not_measured(format!("cannot read /dev/cpu_dma_latency: {e}")),
@@ -289,17 +303,20 @@ pub fn probe(isolated: &[usize]) -> (CheckItem, Option<IdleWakeup>) {
         Ok(c) => c,
         Err(e) => return not_measured(format!("no CPU to probe: {e}")),
     };
-    let measured = std::thread::Builder::new()
-        .name("preempt-idle".into())
-        .spawn(move || measure(cpu))
-        .map_err(|e| e.to_string())
-        .and_then(|h| {
-            h.join()
-                .map_err(|_| "the probe thread panicked".to_string())
-        })
-        .and_then(|r| r);
+    let measured = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("preempt-idle".into())
+            .spawn_scoped(s, || measure(cpu, stop))
+            .map_err(|e| e.to_string())
+            .and_then(|h| {
+                h.join()
+                    .map_err(|_| "the probe thread panicked".to_string())
+            })
+            .and_then(|r| r)
+    });
     let [free, held] = match measured {
-        Ok(m) => m,
+        Ok(Some(m)) => m,
+        Ok(None) => return interrupted(),
         Err(e) => return not_measured(e),
     };
     let pct = |m: &Mode| {

@@ -9,6 +9,7 @@
 pub mod idle_wakeup;
 
 use std::fs;
+use std::sync::atomic::AtomicBool;
 
 use preempt_io::sys::{caps, clock, cpu, kernel, limits, procstat, thread};
 
@@ -37,11 +38,12 @@ fn item(
     }
 }
 
-/// Runs every check, the measured [`idle_wakeup`] probe (0.65 s) included.
-pub fn run() -> CheckReport {
+/// Runs every check, the measured [`idle_wakeup`] probe (0.65 s) included; `stop` (Ctrl-C,
+/// SIGTERM) ends the probe at its next block, its item then saying it was not measured.
+pub fn run(stop: &AtomicBool) -> CheckReport {
     let mut report = run_without_probes();
     let isolated = isolated_cpus(&read_trimmed("/proc/cmdline").unwrap_or_default());
-    let (item, figures) = idle_wakeup::probe(&isolated);
+    let (item, figures) = idle_wakeup::probe(&isolated, stop);
     let at = report
         .items
         .iter()
@@ -725,8 +727,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_stopped_check_reads_the_machine_and_leaves_the_probe_unmeasured() {
+        let report = run(&AtomicBool::new(true));
+        assert!(report.items.len() >= 15, "{report:?}");
+        let idle = report
+            .items
+            .iter()
+            .find(|i| i.id == idle_wakeup::ID)
+            .expect("the idle-wakeup item");
+        assert_eq!(idle.status, Status::Info, "{idle:?}");
+        assert!(idle.value.contains("interrupted"), "{idle:?}");
+        assert!(report.idle_wakeup.is_none());
+    }
+
+    #[test]
     fn every_item_has_a_fix_unless_it_passes() {
-        let report = run();
+        let report = run(&AtomicBool::new(false));
         assert!(report.items.len() >= 15, "{report:?}");
         for i in &report.items {
             assert!(

@@ -29,7 +29,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
 pub use crate::error::EXIT_REGRESSION;
@@ -350,10 +350,10 @@ pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
             .path()
             .ok_or_else(|| usage("no $HOME for the history database: pass --history-db FILE"))?;
         if !db_path.exists() {
-            bail!(
+            return Err(usage(format!(
                 "'{arg}' is neither a file nor a run id: no history database at {}",
                 db_path.display()
-            );
+            )));
         }
         let db = History::open(&db_path)?;
         let text = db.result_json(id)?;
@@ -365,7 +365,10 @@ pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
             loaded: input::parse_text(&text, &name)?,
         }]
     } else {
-        bail!("cannot read {arg}: no such file or directory (and not a history run id)");
+        return Err(usage(format!(
+            "cannot read {arg}: no such file or directory (and not a history run id); give a \
+             result file, a directory of them or a run id of `preempt history`"
+        )));
     };
     let label = if inputs.len() == 1 {
         inputs[0].label.clone()

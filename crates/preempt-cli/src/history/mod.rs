@@ -193,6 +193,25 @@ impl History {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Replaces the stored result of run `id` (and its headline) by `r`: the same run, its
+    /// final word (the demos record their figures before their recording is finished, then
+    /// once more with the recording's outcome).
+    pub fn replace(&self, id: i64, r: &ResultFile) -> Result<()> {
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE runs SET headline = ?1, result = ?2 WHERE id = ?3",
+                params![headline(r), serde_json::to_string_pretty(r)?, id],
+            )
+            .with_context(|| format!("cannot write to history database {}", self.path.display()))?;
+        anyhow::ensure!(
+            changed == 1,
+            "no run #{id} in history database {} to update",
+            self.path.display()
+        );
+        Ok(())
+    }
+
     /// The latest `limit` runs, newest first, optionally of one kind.
     pub fn list(&self, limit: usize, kind: Option<&str>) -> Result<Vec<RunRow>> {
         let mut stmt = self.conn.prepare(
@@ -224,11 +243,11 @@ impl History {
                 r.get(0)
             })
             .optional()?
-            .with_context(|| {
-                format!(
+            .ok_or_else(|| {
+                crate::error::usage(format!(
                     "no run #{id} in history database {} (see preempt history)",
                     self.path.display()
-                )
+                ))
             })
     }
 
@@ -276,6 +295,15 @@ pub fn record_quietly(args: &HistoryConfig, r: &ResultFile, source: Option<&Path
             eprintln!("preempt: not recorded in the history: {e:#}");
             None
         }
+    }
+}
+
+/// [`History::replace`] of run `id` in the database `args` names; a failure is said on stderr,
+/// never fails the run (as [`record_quietly`]).
+pub fn replace_quietly(args: &HistoryConfig, id: i64, r: &ResultFile) {
+    let Some(path) = args.path() else { return };
+    if let Err(e) = History::open(&path).and_then(|h| h.replace(id, r)) {
+        eprintln!("preempt: run #{id} in the history keeps its first record: {e:#}");
     }
 }
 

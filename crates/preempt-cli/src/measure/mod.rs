@@ -63,6 +63,37 @@ pub fn interrupted_exit_code() -> u8 {
     )
 }
 
+/// The environment variable of [`test_pause`].
+pub const TEST_PAUSE_ENV: &str = "PREEMPT_TEST_PAUSE";
+
+/// The longest [`test_pause`]: a forgotten variable delays a run, never hangs it.
+const TEST_PAUSE_MAX_NS: u64 = 30_000_000_000;
+
+/// For tests of what a signal at `point` leaves (a window that is otherwise milliseconds
+/// long): when `PREEMPT_TEST_PAUSE` names `point`, says `preempt: test pause at POINT` on
+/// stderr and waits there until a signal changes `stop` (a first Ctrl-C), or, when `stop` is
+/// set already, until the second signal ends the process; 30 s at most. Without the variable
+/// (every real run) it costs one environment lookup.
+///
+/// Points: `check` (before the measured item of `preempt check`), `mcap-tail` (the demos,
+/// after the figures are saved and before the MCAP recording's end is written).
+pub fn test_pause(point: &str, stop: &AtomicBool) {
+    if std::env::var_os(TEST_PAUSE_ENV).is_none_or(|v| v != point) {
+        return;
+    }
+    let was = stop.load(Relaxed);
+    eprintln!("preempt: test pause at {point} ({TEST_PAUSE_ENV})");
+    let end = preempt_io::sys::clock::monotonic_now_ns() + TEST_PAUSE_MAX_NS;
+    let mut next = preempt_io::sys::clock::monotonic_now_ns();
+    while stop.load(Relaxed) == was && next < end {
+        next += 10_000_000;
+        let _ = preempt_io::sys::clock::sleep_until_ns(
+            preempt_io::sys::clock::ClockId::Monotonic,
+            next,
+        );
+    }
+}
+
 /// The process-wide real-time setup of a run; undone when dropped.
 #[derive(Debug)]
 pub struct RtEnvironment {

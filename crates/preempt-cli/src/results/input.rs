@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::error::usage;
 use crate::results::cyclictest::{self, CyclicRun};
 use crate::results::{ResultFile, RunResult, SCHEMA_VERSION};
 
@@ -131,7 +132,7 @@ pub const MAX_TRACE_CSV_BYTES: u64 = 2 << 30;
 pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
     use std::io::Read;
     let read_err = || format!("cannot read {}", path.display());
-    let file = std::fs::File::open(path).with_context(read_err)?;
+    let file = open_input(path)?;
     let mut reader = file.take(limit.saturating_add(1));
     let mut bytes = Vec::new();
     (&mut reader)
@@ -157,6 +158,34 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Opens the input file `path`. A path that names no file, a directory, or a file this user
+/// may not read is a bad argument (a usage error, exit 2, naming the path and the fix), not a
+/// failed run; other errors (EIO) are errors of the run.
+///
+/// # Errors
+/// As above.
+pub fn open_input(path: &Path) -> Result<std::fs::File> {
+    use std::io::ErrorKind::{NotFound, PermissionDenied};
+    let p = path.display().to_string();
+    let refused = |e: std::io::Error| match e.kind() {
+        NotFound => usage(format!(
+            "cannot read {p}: no such file or directory; check the path"
+        )),
+        PermissionDenied => usage(format!(
+            "cannot read {p}: permission denied; run as a user who may read it, or copy it \
+             somewhere readable"
+        )),
+        _ => anyhow::Error::new(e).context(format!("cannot read {p}")),
+    };
+    if std::fs::metadata(path).map_err(refused)?.is_dir() {
+        return Err(usage(format!(
+            "cannot read {p}: it is a directory; give a file (report and compare also take a \
+             directory of result files as a run)"
+        )));
+    }
+    std::fs::File::open(path).map_err(refused)
+}
+
 /// Loads one file.
 pub fn load_path(path: &Path) -> Result<Input> {
     let bytes = read_limited(path, MAX_RESULT_BYTES)?;
@@ -178,7 +207,16 @@ pub fn load_many(paths: &[PathBuf]) -> Result<Vec<Input>> {
     for p in paths {
         if p.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
-                .with_context(|| format!("cannot list {}", p.display()))?
+                .map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::PermissionDenied {
+                        usage(format!(
+                            "cannot list {}: permission denied; run as a user who may read it",
+                            p.display()
+                        ))
+                    } else {
+                        anyhow::Error::new(e).context(format!("cannot list {}", p.display()))
+                    }
+                })?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|f| f.extension().is_some_and(|e| e == "json") && f.is_file())
                 .collect();
@@ -201,7 +239,10 @@ pub fn load_many(paths: &[PathBuf]) -> Result<Vec<Input>> {
                 .flatten()
                 .collect();
             if loaded.is_empty() {
-                bail!("{} holds no result file (*.json)", p.display());
+                return Err(usage(format!(
+                    "{} holds no result file (*.json); give a file or a directory of results",
+                    p.display()
+                )));
             }
             out.extend(loaded.into_iter().filter(|i| {
                 let name = Path::new(&i.source)

@@ -112,6 +112,13 @@ pub(crate) fn preempt_in(dir: &std::path::Path) -> std::process::Command {
     c
 }
 
+/// `preempt history list` of the private history of `dir` ([`preempt_in`]).
+pub(crate) fn history_list(dir: &std::path::Path) -> String {
+    let o = preempt_in(dir).args(["history", "list"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// Whether this process is root (then unprivileged cases go through `setpriv`).
 pub(crate) fn is_root() -> bool {
     std::fs::metadata("/proc/self")

@@ -124,7 +124,18 @@ fn main() -> ExitCode {
         }
     }
     match demo::run(&cfg, &stop) {
-        Ok((d, out)) => {
+        Ok((mut d, out, tail)) => {
+            // The figures first, then the recording's end (a second Ctrl-C in between stops
+            // at once and keeps them), then the figures with the recording's outcome.
+            let written = demo::write_json(&out.json, &d);
+            if written.is_ok() {
+                out.replaced();
+            }
+            d.output_error = tail.close().1;
+            if let Err(e) = written.and_then(|()| demo::write_json(&out.json, &d)) {
+                eprintln!("gimbal-demo: {e}");
+                d.output_error.get_or_insert(e);
+            }
             if d.soft {
                 println!(
                     "SOFT MODE (PREEMPT_SOFT=1): SCHED_OTHER, figures are not real-time figures"
@@ -192,6 +203,9 @@ fn main() -> ExitCode {
                 print!("{why}");
             }
             println!("wrote {} and {}", out.json.display(), out.mcap.display());
+            if let Some(e) = &d.output_error {
+                eprintln!("gimbal-demo: {e}");
+            }
             if let Some(e) = &d.error {
                 eprintln!(
                     "gimbal-demo: the run stopped early: {e} (results so far kept, marked interrupted)"
