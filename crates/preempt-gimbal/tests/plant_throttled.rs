@@ -90,6 +90,12 @@ fn the_plant_counts_the_kernel_stopping_its_real_time_class() {
         "a hog past the budget must stop the plant's class at least once in 2.5 s: {hogged:?}"
     );
     assert!(hogged.max_late_ns >= 40_000_000, "{hogged:?}");
+    // A throttled stall is the kernel's, never counted as time in the kernel on the plant's
+    // CPU or as the hypervisor's (the plant waited on its runqueue: it used no CPU time).
+    assert!(
+        hogged.stalls_in_kernel + hogged.stalls_stolen <= hogged.stalls - hogged.throttled,
+        "{hogged:?}"
+    );
     let alone = plant_run(cpu, 1.5, false);
     assert_eq!(alone.throttled, 0, "{alone:?}");
     // With no controller the loop wakes once a millisecond: a few per cent of its CPU.

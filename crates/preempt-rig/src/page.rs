@@ -59,6 +59,16 @@ pub const STAT_CPU_NS: usize = STATS_OFF + 64;
 /// Counter: wall time of the plant's loop since its grid started, ns, as of
 /// [`STAT_CPU_NS`]'s update: `cpu / wall` is the loop's duty cycle.
 pub const STAT_WALL_NS: usize = STATS_OFF + 72;
+/// Counter: of the stalls in a spin (the loop was on its CPU, not asleep), those in which no
+/// other thread ran on its CPU and the thread's CPU time lacks 90 % of the gap or more: the
+/// hypervisor ran something else on the vCPU (steal, which the thread's CPU time leaves out
+/// under `CONFIG_PARAVIRT_TIME_ACCOUNTING`). Zero on bare metal.
+pub const STAT_STALLS_STOLEN: usize = STATS_OFF + 80;
+/// Counter: of the stalls in a sleep call, those in which the call used 90 % or more of its
+/// time as the thread's CPU time, not switched out: it did not sleep, the thread was on its
+/// CPU in the kernel (interrupt work charged to it, without `CONFIG_IRQ_TIME_ACCOUNTING`, or,
+/// in a VM, the hypervisor handling the vCPU's exit, e.g. programming the timer).
+pub const STAT_STALLS_IN_KERNEL: usize = STATS_OFF + 88;
 /// Lateness that makes a stall: 1 ms, 40 steps (more than a wake-up, as long as a
 /// scheduler time slice or a throttled real-time class).
 pub const STALL_NS: u64 = 1_000_000;

@@ -212,8 +212,14 @@ struct Lateness {
     max: u64,
     stalls: u64,
     preempted: u64,
+    in_kernel: u64,
+    stolen: u64,
     throttled: u64,
     switches: u64,
+    /// (monotonic, thread CPU time) when the loop last woke or stalled: it has been on its
+    /// CPU since, so wall time its CPU time lacks was taken from it, and CPU time it gained
+    /// inside a sleep call was not sleep.
+    on_cpu_since: (u64, u64),
     /// Counts the stalls in which the thread waited out a throttling window on its
     /// runqueue (the project's one detector).
     throttle: ThrottleWatch,
@@ -226,8 +232,11 @@ impl Lateness {
             max: 0,
             stalls: 0,
             preempted: 0,
+            in_kernel: 0,
+            stolen: 0,
             throttled: 0,
             switches: Self::involuntary_switches(),
+            on_cpu_since: Self::on_cpu_now(),
             throttle: ThrottleWatch::open(),
         }
     }
@@ -238,12 +247,31 @@ impl Lateness {
         self.throttle.sample(now);
     }
 
+    fn on_cpu_now() -> (u64, u64) {
+        (
+            clock::monotonic_now_ns(),
+            clock::now_ns(ClockId::ThreadCputime),
+        )
+    }
+
+    /// The loop woke from its sleep: it is on its CPU from now (one system call per sleep).
+    fn woke(&mut self) {
+        self.on_cpu_since = Self::on_cpu_now();
+    }
+
     fn involuntary_switches() -> u64 {
         thread::rusage_thread().map_or(0, |u| u.involuntary_switches)
     }
 
-    /// Accounts a gap of `gap` ns in which the loop wanted its CPU and did not run.
-    fn gap(&mut self, gap: u64, step_ns: u64, page: &SharedMap) -> io::Result<()> {
+    /// Accounts a gap of `gap` ns in which the loop wanted its CPU and did not run, between
+    /// two turns of its spin (`slept_at` None) or in a sleep call it entered at `slept_at`.
+    fn gap(
+        &mut self,
+        gap: u64,
+        slept_at: Option<u64>,
+        step_ns: u64,
+        page: &SharedMap,
+    ) -> io::Result<()> {
         if gap >= step_ns {
             self.late += gap / step_ns; // the grid steps that passed while it could not run
             page.store_u64(page::STAT_LATE_STEPS, self.late);
@@ -253,11 +281,36 @@ impl Lateness {
             page.store_u64(page::STAT_STALLS, self.stalls);
             // A few system calls per stall (not per turn): was the loop switched out?
             let now = Self::involuntary_switches();
-            if now > self.switches {
+            let switched = now > self.switches;
+            if switched {
                 self.preempted += 1;
                 page.store_u64(page::STAT_STALLS_PREEMPTED, self.preempted);
             }
             self.switches = now;
+            // Where the time went, from the thread's CPU time (a system call per stall). It
+            // was on its CPU from `wall0` up to the gap (or to its sleep call at `slept_at`).
+            let (wall0, cpu0) = self.on_cpu_since;
+            self.on_cpu_since = Self::on_cpu_now();
+            let (wall, cpu) = self.on_cpu_since;
+            let used = cpu.saturating_sub(cpu0);
+            let most = |part: u64| part.saturating_mul(10) >= gap.saturating_mul(9);
+            match slept_at {
+                // A sleep call that used as much CPU time as it lasted did not sleep: the
+                // thread was on its CPU in the kernel (interrupt work charged to it, or the
+                // hypervisor handling the vCPU's exit, e.g. programming the timer).
+                Some(at) if !switched && most(used.saturating_sub(at.saturating_sub(wall0))) => {
+                    self.in_kernel += 1;
+                    page.store_u64(page::STAT_STALLS_IN_KERNEL, self.in_kernel);
+                }
+                // A spin whose CPU time lacks the gap, not switched out: the hypervisor ran
+                // something else on the vCPU (steal, left out of the thread's CPU time under
+                // CONFIG_PARAVIRT_TIME_ACCOUNTING).
+                None if !switched && most((wall - wall0).saturating_sub(used)) => {
+                    self.stolen += 1;
+                    page.store_u64(page::STAT_STALLS_STOLEN, self.stolen);
+                }
+                _ => {}
+            }
             // Did the kernel keep it runnable for a throttling window? (A sleeping loop
             // woken in the stop is not switched out, but waits on its runqueue all the
             // same; host steal and interrupts do not count as waiting there.)
@@ -383,7 +436,7 @@ pub fn run<M: PlantModel>(
         let now = clock::monotonic_now_ns();
         if let Some(last) = last_turn {
             if now - last >= M::STEP_NS {
-                lateness.gap(now - last, M::STEP_NS, &page)?;
+                lateness.gap(now - last, None, M::STEP_NS, &page)?;
             }
         }
         last_turn = Some(now);
@@ -442,9 +495,10 @@ pub fn run<M: PlantModel>(
                         // Late only past the event it was armed for, not past the early
                         // wake-up.
                         if woke > wake {
-                            lateness.gap(woke - wake, M::STEP_NS, &page)?;
+                            lateness.gap(woke - wake, Some(now), M::STEP_NS, &page)?;
                         }
                     }
+                    lateness.woke();
                     last_turn = None;
                     continue;
                 }

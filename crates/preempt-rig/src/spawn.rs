@@ -36,6 +36,14 @@ pub struct PlantCounters {
     /// ([`page::STAT_STALLS_PREEMPTED`]).
     #[serde(default)]
     pub stalls_preempted: u64,
+    /// Of those, stalls in a spin taken by the hypervisor: no other thread ran on the plant's
+    /// CPU and the loop's CPU time lacks the gap ([`page::STAT_STALLS_STOLEN`]).
+    #[serde(default)]
+    pub stalls_stolen: u64,
+    /// Of those, stalls in a sleep call that did not sleep: the loop's thread was on its CPU
+    /// in the kernel for the whole gap ([`page::STAT_STALLS_IN_KERNEL`]).
+    #[serde(default)]
+    pub stalls_in_kernel: u64,
     /// Of those, stalls as long as the kernel's throttling window: the real-time class was
     /// stopped on the plant's CPU ([`page::STAT_THROTTLED`]).
     #[serde(default)]
@@ -87,6 +95,8 @@ impl PlantCounters {
             max_late_ns: page.load_u64(page::STAT_MAX_LATE_NS),
             stalls: page.load_u64(page::STAT_STALLS),
             stalls_preempted: page.load_u64(page::STAT_STALLS_PREEMPTED),
+            stalls_stolen: page.load_u64(page::STAT_STALLS_STOLEN),
+            stalls_in_kernel: page.load_u64(page::STAT_STALLS_IN_KERNEL),
             throttled: page.load_u64(page::STAT_THROTTLED),
             cpu_ns: page.load_u64(page::STAT_CPU_NS),
             wall_ns: page.load_u64(page::STAT_WALL_NS),

@@ -111,8 +111,14 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
                 num(d.misses.released_late.to_string()),
             ],
             vec![
-                td("plant stalls ≥ 1 ms (another thread ran on its CPU)"),
-                num(format!("{} ({})", d.plant.stalls, d.plant.stalls_preempted)),
+                td("plant stalls ≥ 1 ms (another thread ran on its CPU; in the kernel in its sleep call; the hypervisor took the vCPU)"),
+                num(format!(
+                    "{} ({}; {}; {})",
+                    d.plant.stalls,
+                    d.plant.stalls_preempted,
+                    d.plant.stalls_in_kernel,
+                    d.plant.stalls_stolen
+                )),
             ],
             vec![
                 td("plant throttled (real-time class stopped by the kernel for a throttling window)"),

@@ -29,6 +29,11 @@ pub enum ClockId {
     Realtime,
     /// `CLOCK_BOOTTIME`: like `Monotonic` but also counts time spent in suspend.
     Boottime,
+    /// `CLOCK_THREAD_CPUTIME_ID`: the CPU time of the calling thread, up to now (a system
+    /// call: no vDSO). In a guest with paravirtual steal accounting
+    /// (`CONFIG_PARAVIRT_TIME_ACCOUNTING`) it leaves out the time the hypervisor ran
+    /// something else on the vCPU while the thread was on it.
+    ThreadCputime,
 }
 
 impl ClockId {
@@ -39,6 +44,7 @@ impl ClockId {
             ClockId::MonotonicRaw => libc::CLOCK_MONOTONIC_RAW,
             ClockId::Realtime => libc::CLOCK_REALTIME,
             ClockId::Boottime => libc::CLOCK_BOOTTIME,
+            ClockId::ThreadCputime => libc::CLOCK_THREAD_CPUTIME_ID,
         }
     }
 }
