@@ -193,6 +193,9 @@ export PATH=/usr/local/bin:/bin:/usr/bin HOME=/tmp PREEMPT_REQUIRE_PRIVILEGED=1 
 # The CPU is emulated: the examples' golden outputs are compared for function, not for the
 # values a closed control loop reaches in time (crates/preempt/tests/examples_output.rs).
 export PREEMPT_EXAMPLES_TIMING_FREE=1
+# The demos wait 5 s for their plant process's loop; an emulated CPU on a loaded host took
+# longer (crates/preempt-rig/src/harness.rs, start_plant).
+export PREEMPT_PLANT_START_TIMEOUT=120
 ulimit -l unlimited
 # No echo of what the host types during the explain step (scripts/rt_guests.py, boot), and a
 # reader that takes it.
@@ -351,9 +354,13 @@ def split_steps(console):
         if m:
             cur, buf = m.group(1), []
             continue
-        m = re.match(r"^@@END (\S+) rc=(\d+)$", line)
-        if m and cur == m.group(1):
-            steps[cur] = {"rc": int(m.group(2)), "output": "\n".join(buf)}
+        # A step that dies mid-line (a test binary's watchdog exit after "test x ... ")
+        # leaves its last output on the line of the marker.
+        m = re.match(r"^(.*)@@END (\S+) rc=(\d+)$", line)
+        if m and cur == m.group(2):
+            if m.group(1):
+                buf.append(m.group(1))
+            steps[cur] = {"rc": int(m.group(3)), "output": "\n".join(buf)}
             cur = None
             continue
         if cur:

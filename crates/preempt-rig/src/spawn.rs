@@ -13,6 +13,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::process::{Command, ExitStatus};
 
+use preempt_io::sys::clock::ClockId;
 use preempt_io::sys::eventfd::EventFd;
 use preempt_io::sys::memfd::{MemFd, SharedMap};
 use preempt_io::sys::process;
@@ -186,12 +187,15 @@ impl PlantProcess {
         Ok(PlantProcess { child, bus })
     }
 
-    /// Waits up to `timeout_ns` for the plant's loop to start.
+    /// Waits up to `timeout_ns` for the plant's loop to start, looking every millisecond (a
+    /// sleep, not a spin: on a machine whose CPUs are scarce, e.g. an emulated one, a spinning
+    /// waiter takes the CPU time the starting plant needs).
     ///
     /// # Errors
-    /// The plant exited, or did not start in time.
+    /// The plant exited (its exit status), or did not start in time (`TimedOut`, naming the
+    /// time waited and the plant's pid).
     pub fn wait_running(&mut self, timeout_ns: u64) -> io::Result<()> {
-        let until = preempt_io::sys::clock::monotonic_now_ns() + timeout_ns;
+        let t0 = preempt_io::sys::clock::monotonic_now_ns();
         loop {
             if self.counters().running {
                 return Ok(());
@@ -201,13 +205,19 @@ impl PlantProcess {
                     "the plant process exited at start-up ({status})"
                 )));
             }
-            if preempt_io::sys::clock::monotonic_now_ns() > until {
+            let now = preempt_io::sys::clock::monotonic_now_ns();
+            if now - t0 > timeout_ns {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    "the plant process did not start its loop within the timeout",
+                    format!(
+                        "the plant process (pid {}) is alive but did not start its loop \
+                         within {} s",
+                        self.pid().unwrap_or(0),
+                        timeout_ns as f64 / 1e9
+                    ),
                 ));
             }
-            std::thread::yield_now();
+            preempt_io::sys::clock::sleep_until_ns(ClockId::Monotonic, now + 1_000_000)?;
         }
     }
 
@@ -247,5 +257,44 @@ impl PlantProcess {
             self.bus.doorbell.as_fd().try_clone_to_owned()?,
             self.bus.done.as_fd().try_clone_to_owned()?,
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell_plant(script: &str) -> PlantProcess {
+        // `sh -c SCRIPT sh --fds ... --seed ...`: the flags become the script's arguments.
+        let prefix = ["-c".to_string(), script.to_string(), "sh".to_string()];
+        PlantProcess::spawn(Path::new("/bin/sh"), &prefix, &PlantConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn a_plant_that_never_starts_its_loop_times_out_naming_the_wait() {
+        let mut plant = shell_plant("sleep 30");
+        let t0 = preempt_io::sys::clock::monotonic_now_ns();
+        let err = plant.wait_running(200_000_000).unwrap_err();
+        let waited_ns = preempt_io::sys::clock::monotonic_now_ns() - t0;
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        assert!(
+            err.to_string()
+                .contains("is alive but did not start its loop within 0.2 s"),
+            "{err}"
+        );
+        assert!(waited_ns >= 200_000_000, "returned after {waited_ns} ns");
+        plant.stop().unwrap();
+    }
+
+    #[test]
+    fn a_plant_that_exits_at_start_up_is_reported_with_its_status() {
+        let mut plant = shell_plant("exit 3");
+        let err = plant.wait_running(30_000_000_000).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the plant process exited at start-up"),
+            "{err}"
+        );
+        assert!(err.to_string().contains('3'), "{err}");
     }
 }

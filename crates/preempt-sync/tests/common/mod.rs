@@ -1,6 +1,7 @@
 //! Helpers shared by the real-thread tests: SCHED_FIFO, CPU pinning, a watchdog, a PRNG.
 #![allow(dead_code, reason = "each test binary uses a subset")]
 
+use std::io::Write;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -54,7 +55,12 @@ pub(crate) fn with_watchdog<R: Send + 'static>(
             Err(panic) => std::panic::resume_unwind(panic),
         },
         Err(_) => {
-            eprintln!("WATCHDOG: {name} did not finish within {limit:?}: deadlock or livelock");
+            // Straight to the stderr handle: libtest captures the test thread's eprintln!
+            // and would drop it at the exit below.
+            let _ = writeln!(
+                std::io::stderr(),
+                "WATCHDOG: {name} did not finish within {limit:?}: deadlock or livelock"
+            );
             std::process::exit(101);
         }
     }
