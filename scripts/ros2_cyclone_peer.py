@@ -5,14 +5,16 @@ definitions (sensor_msgs/JointState, std_msgs/Float64, geometry_msgs/PoseStamped
 nav_msgs/Odometry) under the names ROS 2 gives them on the wire (`pkg::msg::dds_::Type_`,
 topics `rt/...`).
 
-It subscribes to a preempt demo's topics, optionally publishes one setpoint once its writer
-has matched the demo's reader, and writes what it received to --out as JSON:
+It subscribes to a preempt demo's topics, optionally publishes one setpoint (a std_msgs/Float64
+value) or waypoint (a geometry_msgs/PoseStamped position x,y,z) once its writer has matched the
+demo's reader, and writes what it received to --out as JSON:
 
     {"topics": {"/gimbal/joint_states": {"type": ..., "count": N, "samples": [...]}},
      "published": [{"topic": ..., "data": ..., "after_received": N}]}
 
-Used by crates/preempt-gimbal/tests/ros2_interop.rs (which compares it with the demo's own
-JSON and MCAP) and scripts/bench_ros2.sh (as a live subscriber). Run it where DDS is confined
+Used by crates/preempt-gimbal/tests/ros2_interop.rs, crates/preempt-uav/tests/ros2_interop.rs
+(which compare it with the demos' own JSON and MCAP) and scripts/bench_ros2.sh (as a live
+subscriber). Run it where DDS is confined
 to the loopback interface (CYCLONEDDS_URI below; the test runs it in its own network
 namespace).
 """
@@ -162,7 +164,8 @@ def main():
     ap.add_argument("--sub", action="append", default=[], metavar="TOPIC=TYPE",
                     help="subscribe, e.g. /gimbal/joint_states=sensor_msgs/msg/JointState")
     ap.add_argument("--pub", metavar="TOPIC=VALUE",
-                    help="publish one std_msgs/Float64 once matched, e.g. /gimbal/setpoint/pan=0.3")
+                    help="publish once matched: a std_msgs/Float64 (/gimbal/setpoint/pan=0.3) or, "
+                         "given x,y,z, a geometry_msgs/PoseStamped (/uav/waypoint=0.5,-0.5,1.2)")
     ap.add_argument("--pub-after", type=int, default=100,
                     help="messages to receive on the first --sub topic before publishing")
     ap.add_argument("--duration", type=float, required=True, help="seconds to listen")
@@ -181,8 +184,16 @@ def main():
     writer, pub_value, published = None, None, []
     if args.pub:
         topic, value = args.pub.split("=", 1)
-        writer = DataWriter(dp, Topic(dp, "rt" + topic, Float64), qos=SETPOINT_QOS)
-        pub_value = (topic, float(value))
+        xyz = [float(v) for v in value.split(",")]
+        if len(xyz) == 3:
+            msg = PoseStamped(header=Header(frame_id="map"),
+                              pose=Pose(position=Point(x=xyz[0], y=xyz[1], z=xyz[2])))
+            data = xyz
+        else:
+            (data,) = xyz
+            msg = Float64(data=data)
+        writer = DataWriter(dp, Topic(dp, "rt" + topic, type(msg)), qos=SETPOINT_QOS)
+        pub_value = (topic, data, msg)
     if args.ready:
         open(args.ready, "w").close()
 
@@ -198,7 +209,7 @@ def main():
         if writer is not None and pub_value is not None and readers:
             first = len(readers[0][3])
             if first >= args.pub_after and writer.get_matched_subscriptions():
-                writer.write(Float64(data=pub_value[1]))
+                writer.write(pub_value[2])
                 published.append({"topic": pub_value[0], "data": pub_value[1],
                                   "after_received": first})
                 pub_value = None

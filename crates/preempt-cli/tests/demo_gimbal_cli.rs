@@ -201,35 +201,42 @@ fn demo_gimbal_foxglove_without_the_feature_is_a_usage_error() {
     assert!(stderr.contains("--features foxglove"), "{stderr}");
 }
 
-/// A build without the `ros2` feature refuses `--ros2` up front, naming the feature.
+/// A build without the `ros2` feature refuses `--ros2` up front, naming the feature (both
+/// demonstrators).
 #[cfg(not(feature = "ros2"))]
 #[test]
-fn demo_gimbal_ros2_without_the_feature_is_a_usage_error() {
-    let out = Command::new(BIN)
-        .args(["demo", "gimbal", "--ros2", "--out"])
-        .arg(std::env::temp_dir().join("preempt-never-written"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--features ros2"), "{stderr}");
+fn demo_ros2_without_the_feature_is_a_usage_error() {
+    for demo in ["gimbal", "uav"] {
+        let out = Command::new(BIN)
+            .args(["demo", demo, "--ros2", "--no-history", "--out"])
+            .arg(std::env::temp_dir().join("preempt-never-written"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{demo}: {stderr}");
+        assert!(stderr.contains("--features ros2"), "{demo}: {stderr}");
+    }
 }
 
 /// With the `ros2` feature, a domain id ROS 2 cannot use is refused before anything runs,
-/// naming the variable and the range.
+/// naming the variable and the range (both demonstrators).
 #[cfg(feature = "ros2")]
 #[test]
-fn demo_gimbal_ros2_domain_id_out_of_range_is_a_usage_error() {
-    let out = Command::new(BIN)
-        .args(["demo", "gimbal", "--ros2", "--out"])
-        .arg(std::env::temp_dir().join("preempt-never-written"))
-        .env("ROS_DOMAIN_ID", "233")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("ROS_DOMAIN_ID=233") && stderr.contains("0..=232"),
-        "{stderr}"
-    );
+fn demo_ros2_domain_id_out_of_range_is_a_usage_error() {
+    for demo in ["gimbal", "uav"] {
+        let dir = std::env::temp_dir().join(format!("preempt-never-written-{demo}"));
+        let out = Command::new(BIN)
+            .args(["demo", demo, "--ros2", "--no-history", "--out"])
+            .arg(&dir)
+            .env("ROS_DOMAIN_ID", "233")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{demo}: {stderr}");
+        assert!(
+            stderr.contains("ROS_DOMAIN_ID=233") && stderr.contains("0..=232"),
+            "{demo}: {stderr}"
+        );
+        assert!(!dir.exists(), "{demo}: nothing written");
+    }
 }

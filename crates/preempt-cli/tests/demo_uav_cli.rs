@@ -327,3 +327,19 @@ fn demo_uav_explain_names_a_higher_priority_hog_on_the_control_cpu() {
     assert!(html.contains("uav-hog"), "the hog is not in the report");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--ros2` is one flight's node: a matrix refuses it, naming both flags.
+#[test]
+fn demo_uav_ros2_with_matrix_is_a_usage_error() {
+    let out = Command::new(BIN)
+        .args(["demo", "uav", "--ros2", "--matrix", "--no-history", "--out"])
+        .arg(std::env::temp_dir().join("preempt-never-written"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--ros2") && stderr.contains("--matrix"),
+        "{stderr}"
+    );
+}

@@ -17,6 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use preempt_rig::result::Ros2Counts;
 use preempt_rig::result::{ExplainOutcome, TimeSummary};
 
 use crate::control::{AXES, SAMPLE_NS, SAMPLE_S, Steps};
@@ -136,28 +137,6 @@ pub struct Series {
     pub reference_rad: Vec<[f64; 2]>,
     /// Setpoints, rad.
     pub setpoint_rad: Vec<[f64; 2]>,
-}
-
-/// What the ROS 2 node of `--ros2` did (cargo feature `ros2`), counted on the non-real-time
-/// side: a stalled or absent subscriber costs `dropped` messages here, never a sample.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Ros2Counts {
-    /// The node's fully qualified name.
-    pub node: String,
-    /// Its DDS domain (`ROS_DOMAIN_ID`).
-    pub domain_id: u16,
-    /// State messages handed to DDS.
-    pub published: u64,
-    /// State messages dropped before DDS (the publisher thread's queue was full).
-    pub dropped: u64,
-    /// State messages DDS refused.
-    pub failed: u64,
-    /// Setpoints received and handed to the controller.
-    pub setpoints_accepted: u64,
-    /// Setpoints received and refused (not finite, the controller's queue full).
-    pub setpoints_rejected: u64,
-    /// Setpoint samples that could not be deserialised.
-    pub setpoint_errors: u64,
 }
 
 /// `data` of a `demo_gimbal` result.

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use preempt::bridge::Sender;
 use preempt_ros2::msg::{Float64, Header, JointState, Time};
-use preempt_ros2::{NodeConfig, Publisher, Qos, Ros2Node, SubscriptionHandle, names};
+use preempt_ros2::{NodeConfig, Publisher, Qos, Ros2Node, SubscriptionHandle};
 
 use crate::control::{AXES, SAMPLE_NS};
 use crate::record::{SampleRecord, SetpointCmd};
@@ -42,12 +42,7 @@ const QUEUE: usize = 1000;
 /// # Errors
 /// What is wrong, naming the variable or the fix.
 pub fn check() -> Result<NodeConfig, String> {
-    let cfg = NodeConfig::from_env(NODE)?;
-    for t in std::iter::once(JOINT_STATES).chain(SETPOINTS) {
-        names::check_topic(t)?;
-    }
-    names::check_network()?;
-    Ok(cfg)
+    NodeConfig::checked(NODE, &[JOINT_STATES, SETPOINTS[0], SETPOINTS[1]])
 }
 
 /// The running node.
@@ -108,16 +103,7 @@ impl Ros2Live {
         let setpoints = self.setpoints.counts();
         let published = self.joints.finish();
         self.node.stop();
-        Ros2Counts {
-            node: format!("/{NODE}"),
-            domain_id,
-            published: published.published,
-            dropped: published.dropped,
-            failed: published.failed,
-            setpoints_accepted: setpoints.accepted,
-            setpoints_rejected: setpoints.rejected,
-            setpoint_errors: setpoints.errors,
-        }
+        Ros2Counts::of(NODE, domain_id, published, setpoints)
     }
 }
 

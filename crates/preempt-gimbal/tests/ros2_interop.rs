@@ -7,10 +7,10 @@
 //! and checks that the controller acted on the setpoint.
 //!
 //! Both run in a network namespace of their own whose only interface is loopback (with
-//! multicast on, for RTPS discovery): no DDS traffic leaves the machine, and
-//! `CYCLONEDDS_URI` pins Cyclone to `lo` as well. The namespace needs root (`unshare --net`);
-//! without it the test uses a user namespace (`unshare --map-root-user --net`) and the demo
-//! runs with `PREEMPT_SOFT=1`. With `PREEMPT_REQUIRE_PRIVILEGED=1`, missing privileges or a
+//! multicast on, for RTPS discovery; `scripts/ros2_loopback.sh`): no DDS traffic leaves the
+//! machine, and `CYCLONEDDS_URI` pins Cyclone to `lo` as well. The namespace needs root
+//! (`unshare --net`); without it the script uses a user namespace (`unshare --map-root-user
+//! --net`) and the demo runs with `PREEMPT_SOFT=1`. With `PREEMPT_REQUIRE_PRIVILEGED=1`, missing privileges or a
 //! missing `cyclonedds` fail the test.
 #![cfg(feature = "ros2")]
 
@@ -96,41 +96,19 @@ fn a_cyclone_dds_peer_receives_the_joint_states_and_its_setpoint_moves_the_axis(
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let peer_out = dir.join("peer.json");
-    let script = format!(
-        r#"set -eu
-ip link set lo up
-ip link set lo multicast on
-ip route add 224.0.0.0/4 dev lo
-python3 {peer} --sub /gimbal/joint_states=sensor_msgs/msg/JointState \
-  --pub /gimbal/setpoint/tilt={SETPOINT_RAD} --pub-after 200 \
-  --duration 120 --ready {dir}/ready --until {dir}/done --out {peer_out} &
-peer=$!
-for _ in $(seq 100); do [ -e {dir}/ready ] && break; sleep 0.1; done
-status=0
-{demo} --duration {DURATION_S} --ros2 --out {dir}/run || status=$?
-touch {dir}/done
-wait $peer
-# UDP datagrams the receivers' sockets dropped (full buffers) in this namespace.
-grep Udp: /proc/net/snmp > {dir}/udp.txt
-exit $status
-"#,
-        peer = repo_root().join("scripts/ros2_cyclone_peer.py").display(),
-        dir = dir.display(),
-        peer_out = peer_out.display(),
-        demo = env!("CARGO_BIN_EXE_gimbal-demo"),
-    );
-    let mut cmd = Command::new("unshare");
-    if !root {
-        cmd.arg("--map-root-user");
-    }
-    cmd.args(["--net", "bash", "-c", &script])
-        .env("ROS_DOMAIN_ID", DOMAIN.to_string())
-        .env(
-            "CYCLONEDDS_URI",
-            "<CycloneDDS><Domain><General><Interfaces><NetworkInterface name=\"lo\" \
-             multicast=\"true\"/></Interfaces><AllowMulticast>true</AllowMulticast>\
-             </General></Domain></CycloneDDS>",
-        );
+    let mut cmd = Command::new(repo_root().join("scripts/ros2_loopback.sh"));
+    cmd.arg(&dir)
+        .args(["--sub", "/gimbal/joint_states=sensor_msgs/msg/JointState"])
+        .args(["--pub", &format!("/gimbal/setpoint/tilt={SETPOINT_RAD}")])
+        .args([
+            "--pub-after",
+            "200",
+            "--",
+            env!("CARGO_BIN_EXE_gimbal-demo"),
+        ])
+        .args(["--duration", &DURATION_S.to_string(), "--ros2", "--out"])
+        .arg(dir.join("run"))
+        .env("ROS_DOMAIN_ID", DOMAIN.to_string());
     support::soft_unless_privileged(&mut cmd);
     let out = cmd.output().unwrap();
     let log = format!(

@@ -12,7 +12,54 @@
 
 use serde::{Deserialize, Serialize};
 
-use preempt_stats::histogram::Histogram;
+use preempt_stats::histogram::{Histogram, HistogramSnapshot};
+
+/// What a demonstrator's ROS 2 node (`--ros2`, cargo feature `ros2`) did, counted on the
+/// non-real-time side: a stalled or absent subscriber costs `dropped` messages here, never a
+/// sample. The gimbal's setpoints and the UAV's waypoints are its inbound commands
+/// (`setpoints_*`); `published` sums the node's state topics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ros2Counts {
+    /// The node's fully qualified name.
+    pub node: String,
+    /// Its DDS domain (`ROS_DOMAIN_ID`).
+    pub domain_id: u16,
+    /// State messages handed to DDS.
+    pub published: u64,
+    /// State messages dropped before DDS (the publisher thread's queue was full).
+    pub dropped: u64,
+    /// State messages DDS refused.
+    pub failed: u64,
+    /// Setpoints received and handed to the controller.
+    pub setpoints_accepted: u64,
+    /// Setpoints received and refused (out of range, the controller's queue full).
+    pub setpoints_rejected: u64,
+    /// Setpoint samples that could not be deserialised.
+    pub setpoint_errors: u64,
+}
+
+#[cfg(feature = "ros2")]
+impl Ros2Counts {
+    /// Node `/name` on `domain_id`: what its publishers sent (`published`, summed over its
+    /// topics) and what its command subscriptions took (`inbound`).
+    pub fn of(
+        name: &str,
+        domain_id: u16,
+        published: preempt_ros2::PublisherCounts,
+        inbound: preempt_ros2::SubscriptionCounts,
+    ) -> Ros2Counts {
+        Ros2Counts {
+            node: format!("/{name}"),
+            domain_id,
+            published: published.published,
+            dropped: published.dropped,
+            failed: published.failed,
+            setpoints_accepted: inbound.accepted,
+            setpoints_rejected: inbound.rejected,
+            setpoint_errors: inbound.errors,
+        }
+    }
+}
 
 /// Percentiles of a per-sample time, ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +106,26 @@ impl TimeSummary {
             p99_99: p.p99_99_ns,
             max: h.max().unwrap_or(0),
         }
+    }
+
+    /// From a snapshot of preempt's accounting (a task's release latency or execution
+    /// time); none when it is empty.
+    pub fn of_snapshot(h: &HistogramSnapshot) -> Option<TimeSummary> {
+        if h.count == 0 {
+            return None;
+        }
+        let p = h.percentiles();
+        Some(TimeSummary {
+            count: h.count,
+            min: h.min_ns.unwrap_or(0),
+            mean: h.mean_ns().unwrap_or(0.0) as u64,
+            p50: p.p50_ns,
+            p90: p.p90_ns,
+            p99: p.p99_ns,
+            p99_9: p.p99_9_ns,
+            p99_99: p.p99_99_ns,
+            max: h.max_ns.unwrap_or(0),
+        })
     }
 }
 

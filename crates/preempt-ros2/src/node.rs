@@ -110,6 +110,21 @@ impl NodeConfig {
         names::check_node(&cfg.namespace, &cfg.name)?;
         Ok(cfg)
     }
+
+    /// Everything an app's `--ros2` needs, checked before anything starts: node `name` on the
+    /// domain `ROS_DOMAIN_ID` names, every one of `topics`, a network interface DDS discovery
+    /// can use.
+    ///
+    /// # Errors
+    /// What is wrong, naming the variable or the fix.
+    pub fn checked(name: &str, topics: &[&str]) -> Result<NodeConfig, String> {
+        let cfg = NodeConfig::from_env(name)?;
+        for t in topics {
+            names::check_topic(t)?;
+        }
+        names::check_network()?;
+        Ok(cfg)
+    }
 }
 
 /// What a publisher did, counted on the non-real-time side.
@@ -122,6 +137,24 @@ pub struct PublisherCounts {
     pub dropped: u64,
     /// Messages DDS refused (its history full, a serialisation error).
     pub failed: u64,
+}
+
+impl std::ops::Add for PublisherCounts {
+    type Output = PublisherCounts;
+
+    fn add(self, o: PublisherCounts) -> PublisherCounts {
+        PublisherCounts {
+            published: self.published + o.published,
+            dropped: self.dropped + o.dropped,
+            failed: self.failed + o.failed,
+        }
+    }
+}
+
+impl std::iter::Sum for PublisherCounts {
+    fn sum<I: Iterator<Item = PublisherCounts>>(it: I) -> PublisherCounts {
+        it.fold(PublisherCounts::default(), |a, b| a + b)
+    }
 }
 
 /// What a subscription received.

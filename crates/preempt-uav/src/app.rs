@@ -5,6 +5,7 @@
 //!                         RTIO exchange (created on the submitting thread: SINGLE_ISSUER)
 //!  control (p90, every 4 ms, deadline 4 ms, on_miss = Skip)
 //!    exchange 1: previous rotor commands out, sensor frame in
+//!    waypoint:   a live one (`--ros2`) from its bridge, try_recv (never blocks)
 //!    cascade:    position -> attitude -> allocator        (timed: the compute time)
 //!    exchange 2: the new rotor commands out
 //!    telemetry record -> bridge -> non-real-time side (never blocks; a full ring is counted)
@@ -22,10 +23,11 @@ use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-use preempt::bridge::Sender;
+use preempt::bridge::{Receiver, Sender};
 use preempt_io::sys::sched::Policy;
 
 use crate::control::Mission;
+use crate::model::V3;
 use crate::record::FlightRecord;
 
 /// Exit code of the app when the simulator died mid-run.
@@ -36,6 +38,8 @@ pub static SIM_DEAD: AtomicBool = AtomicBool::new(false);
 /// Set when the run should end early (Ctrl-C, SIGTERM).
 pub static STOP: AtomicBool = AtomicBool::new(false);
 static T0: AtomicU64 = AtomicU64::new(0);
+/// Live waypoints the controller took (`--ros2`'s `/uav/waypoint`).
+pub static LIVE_WAYPOINTS: AtomicU64 = AtomicU64::new(0);
 /// The RTIO backend the exchange uses.
 pub static BACKEND: Mutex<String> = Mutex::new(String::new());
 /// The error that stopped the run, if any.
@@ -55,6 +59,8 @@ pub struct Setup {
     pub policy: Option<Policy>,
     /// Telemetry to the non-real-time side.
     pub telemetry: Sender<FlightRecord>,
+    /// Live waypoints from the non-real-time side (checked there; the last one taken wins).
+    pub waypoints: Option<Receiver<V3>>,
 }
 
 static SETUP: Mutex<Option<Setup>> = Mutex::new(None);
@@ -89,15 +95,15 @@ mod flight {
     use std::os::fd::OwnedFd;
     use std::sync::atomic::Ordering;
 
-    use preempt::bridge::Sender;
+    use preempt::bridge::{Receiver, Sender};
     use preempt_io::sys::sched::{self, Policy};
     use preempt_rig::exchange;
     use preempt_rig::grid::Grid;
 
-    use super::{SIM_DEAD, STOP, T0};
+    use super::{LIVE_WAYPOINTS, SIM_DEAD, STOP, T0};
     use crate::control::{Controller, Mission, PERIOD_NS, PERIOD_S};
     use crate::frame::{Command, RX_LEN, SensorFrame, TX_LEN};
-    use crate::model::Params;
+    use crate::model::{Params, V3};
     use crate::record::FlightRecord;
 
     #[local]
@@ -107,6 +113,8 @@ mod flight {
         mission: Mission,
         samples: u64,
         telemetry: Sender<FlightRecord>,
+        waypoints: Option<Receiver<V3>>,
+        waypoint: Option<V3>,
         grid: Option<Grid>,
         controller: Controller,
         last: Command,
@@ -124,6 +132,8 @@ mod flight {
                 mission: setup.mission,
                 samples: setup.samples,
                 telemetry: setup.telemetry,
+                waypoints: setup.waypoints,
+                waypoint: None,
                 grid: None,
                 controller: Controller::new(Params::default()),
                 last: Command::default(),
@@ -168,7 +178,7 @@ mod flight {
         period = 4.millis(),
         deadline = 4.millis(),
         on_miss = Skip,
-        local = [mission, samples, telemetry, grid, controller, last]
+        local = [mission, samples, telemetry, waypoints, waypoint, grid, controller, last]
     )]
     fn control(cx: control::Context) {
         let start = super::now_ns();
@@ -189,7 +199,17 @@ mod flight {
         }
         let frame = SensorFrame::decode(&rx);
         let c0 = super::now_ns();
-        let sp = cx.local.mission.at(k as f64 * PERIOD_S);
+        // A live waypoint (never blocks: try_recv) replaces the mission's position from now on.
+        if let Some(rx) = cx.local.waypoints.as_mut() {
+            while let Some(w) = rx.try_recv() {
+                *cx.local.waypoint = Some(w);
+                LIVE_WAYPOINTS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let sp = cx
+            .local
+            .mission
+            .at_waypoint(k as f64 * PERIOD_S, *cx.local.waypoint);
         let speeds = cx.local.controller.step(&sp, &frame.sensors());
         let command = Command {
             seq: k as u32,

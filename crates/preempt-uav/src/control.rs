@@ -221,6 +221,51 @@ impl Mission {
     }
 }
 
+/// Where a live waypoint may be (`--ros2`'s `/uav/waypoint`), m: x and y within
+/// ±[`WAYPOINT_XY_M`] of the take-off point, z in [`WAYPOINT_Z_M`] (above the ground effect,
+/// below the simulated room's ceiling).
+pub const WAYPOINT_XY_M: f64 = 2.0;
+/// The height range of a live waypoint, m.
+pub const WAYPOINT_Z_M: (f64, f64) = (0.3, 2.5);
+
+/// Checks a live waypoint: finite and inside the box [`WAYPOINT_XY_M`], [`WAYPOINT_Z_M`].
+///
+/// # Errors
+/// What is wrong, with the box.
+pub fn check_waypoint(w: V3) -> Result<V3, String> {
+    if !w.iter().all(|x| x.is_finite()) {
+        return Err(format!("waypoint {w:?}: not finite"));
+    }
+    let (lo, hi) = WAYPOINT_Z_M;
+    if w[0].abs() > WAYPOINT_XY_M || w[1].abs() > WAYPOINT_XY_M || !(lo..=hi).contains(&w[2]) {
+        return Err(format!(
+            "waypoint {w:?} m: outside the flight box (|x|, |y| <= {WAYPOINT_XY_M} m, \
+             z {lo}..={hi} m)"
+        ));
+    }
+    Ok(w)
+}
+
+impl Mission {
+    /// The setpoint at mission time `t` with a live waypoint `w` (the last one received):
+    /// airborne (hover and square) the vehicle holds `w` instead of flying the mission; the
+    /// descent lands below `w`. On the ground and while climbing the mission's setpoint
+    /// stands (a waypoint that arrives then applies from the hover on).
+    pub fn at_waypoint(&self, t: f64, w: Option<V3>) -> Setpoint {
+        let mut sp = self.at(t);
+        let Some(w) = w else { return sp };
+        let axes = match self.phase(t) {
+            Phase::Hover | Phase::Square => 3,
+            Phase::Land | Phase::Landed => 2,
+            Phase::Ground | Phase::TakeOff => 0,
+        };
+        sp.p[..axes].copy_from_slice(&w[..axes]);
+        sp.v[..axes].fill(0.0);
+        sp.a[..axes].fill(0.0);
+        sp
+    }
+}
+
 /// The cascade's state: gains from the vehicle's parameters.
 #[derive(Clone, Debug)]
 pub struct Controller {
@@ -396,5 +441,55 @@ mod tests {
         assert!(worst < 0.10, "tracking error up to {worst} m");
         assert!(quad.state.p[2] < 0.01, "not landed: {:?}", quad.state.p);
         assert!(euler(quad.state.q)[2].abs() < 0.05);
+    }
+
+    /// A waypoint at the box's far corner, received while climbing: from the hover on the
+    /// vehicle goes there (within 5 cm after 4 s), without a crash, and lands below it.
+    #[test]
+    fn a_live_waypoint_is_reached_and_landed_below() {
+        let p = Params::default();
+        let m = Mission::default();
+        let w = check_waypoint([WAYPOINT_XY_M, -WAYPOINT_XY_M, WAYPOINT_Z_M.1]).unwrap();
+        let (mut quad, mut c, mut cmd) = (Quad::new(p, 3), Controller::new(p), [0.0; 4]);
+        let hover = m.start_s + m.climb_s;
+        let mut at_4s = f64::INFINITY;
+        for step in 0..(m.duration_s() / 1e-3) as u64 {
+            let t = step as f64 * 1e-3;
+            if step % 4 == 0 {
+                cmd = c.step(&m.at_waypoint(t, Some(w)), &quad.sensors);
+            }
+            quad.step(cmd);
+            if step == ((hover + 4.0) / 1e-3) as u64 {
+                at_4s = (0..3)
+                    .map(|i| (quad.state.p[i] - w[i]).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+            }
+        }
+        assert!(
+            quad.crashed_at.is_none(),
+            "crashed at {:?}",
+            quad.crashed_at
+        );
+        assert!(
+            at_4s < 0.05,
+            "{at_4s} m from the waypoint 4 s into the hover"
+        );
+        assert!(quad.state.p[2] < 0.01, "not landed: {:?}", quad.state.p);
+        assert!((quad.state.p[0] - w[0]).abs() < 0.05 && (quad.state.p[1] - w[1]).abs() < 0.05);
+    }
+
+    #[test]
+    fn waypoints_outside_the_box_or_not_finite_are_refused() {
+        assert!(check_waypoint([0.5, -0.5, 1.2]).is_ok());
+        assert!(check_waypoint([f64::NAN, 0.0, 1.0]).is_err());
+        let e = check_waypoint([0.0, 2.5, 1.0]).unwrap_err();
+        assert!(e.contains("flight box"), "{e}");
+        assert!(check_waypoint([0.0, 0.0, 0.1]).is_err());
+        let sp = Mission::default().at_waypoint(0.1, Some([1.0, 1.0, 1.0]));
+        assert!(
+            sp.idle && sp.p == [0.0; 3],
+            "on the ground the mission's setpoint stands"
+        );
     }
 }

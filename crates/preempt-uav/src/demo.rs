@@ -6,6 +6,7 @@
 //!  2. reference flight (mock clock, this thread)        -> /uav/reference
 //!  3. start uav-sim (own process group; SCHED_FIFO 95, pinned to the last CPU when allowed)
 //!  4. recorder thread: bridge -> /uav/state, keeps the records   (preempt_rig::harness)
+//!     (--ros2: and publishes them; its node hands waypoints to the controller's bridge)
 //!     watchdog thread: simulator alive? stop flag (Ctrl-C)? -> ends the app
 //!  5. the controller app flies for the duration (this thread blocks in it)
 //!  6. stop the simulator, read its counters, the figures
@@ -29,6 +30,7 @@ use preempt_io::sys::sched::Policy;
 use preempt_rig::harness;
 pub use preempt_rig::outputs::Outputs;
 use preempt_rig::plant_rt::PlantConfig;
+use preempt_rig::result::TimeSummary;
 use preempt_rig::telemetry::McapTail;
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +99,9 @@ pub struct FlightConfig {
     /// `--explain`: explain the control task's deadline misses from the kernel trace (as
     /// `PREEMPT_EXPLAIN=1` does).
     pub explain: bool,
+    /// `--ros2`: a ROS 2 node publishing the pose, odometry and reference and taking
+    /// waypoints (cargo feature `ros2`; domain `ROS_DOMAIN_ID`).
+    pub ros2: bool,
 }
 
 impl FlightConfig {
@@ -120,7 +125,28 @@ impl FlightConfig {
                 .and_then(|c| c.last().copied()),
             stress: "none".into(),
             explain: false,
+            ros2: false,
         }
+    }
+
+    /// Checks what must be right before anything starts: the duration, and what `--ros2`
+    /// needs (the feature, `ROS_DOMAIN_ID`, a network interface).
+    ///
+    /// # Errors
+    /// A message naming the flag, variable or fix.
+    pub fn validate(&self) -> Result<(), String> {
+        self.samples()?;
+        if self.ros2 {
+            #[cfg(feature = "ros2")]
+            crate::ros2::check()?;
+            #[cfg(not(feature = "ros2"))]
+            return Err(
+                "--ros2: this build has no ROS 2 node; build with `--features \
+                        preempt-uav/ros2` (the preempt CLI: `--features ros2`)"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// Control steps of the flight, and checks the duration.
@@ -167,6 +193,7 @@ pub fn fly(
     cfg: &FlightConfig,
     stop: &Arc<AtomicBool>,
 ) -> Result<(FlightCell, Outputs, McapTail), String> {
+    cfg.validate()?;
     let samples = cfg.samples()?;
     let mut out = Outputs::prepare(&cfg.out_dir, "uav")?;
     // An earlier flight's uav.json/uav.mcap are set aside as uav.previous.* until the caller
@@ -212,6 +239,9 @@ fn record(
         .err()
         .map(|e| format!("writing the reference: {e}"));
 
+    // The ROS 2 node joins before the simulator starts: a DDS that refuses leaves nothing
+    // running.
+    let (waypoints, live) = Live::start(cfg, base_ns)?;
     let sim_cfg = PlantConfig {
         seed: cfg.seed,
         cpu: cfg.sim_cpu,
@@ -231,8 +261,9 @@ fn record(
         "uav-recorder",
         rx,
         Arc::clone(&finished),
-        (records, sink, mcap_error),
-        |(records, sink, error), r: FlightRecord| {
+        (records, sink, mcap_error, live),
+        |(records, sink, error, live), r: FlightRecord| {
+            live.state(&r);
             if error.is_none() {
                 if let Err(e) = sink.write(Topic::State, &r) {
                     *error = Some(format!("writing the MCAP: {e}"));
@@ -266,14 +297,16 @@ fn record(
         samples,
         policy: (!soft).then_some(cfg.policy.policy),
         telemetry: tx,
+        waypoints,
     });
 
     let explained = preempt::explain::take_outcome();
     finished.store(true, Ordering::Release);
     let _ = watchdog.join();
-    let ((records, sink, write_error), lost) = recorder
+    let ((records, sink, write_error, live), lost) = recorder
         .join()
         .map_err(|_| "the recorder thread panicked".to_string())?;
+    let ros2 = live.finish();
     let (counters, sim_crashed, sim_error) = {
         let mut p = sim.lock().unwrap_or_else(|e| e.into_inner());
         let c = p.counters();
@@ -310,34 +343,83 @@ fn record(
         output_error: Some(tail.pending()),
         expected_steps: expected,
         telemetry_lost: lost,
+        live_waypoints: app::LIVE_WAYPOINTS.load(Ordering::Relaxed),
+        ros2,
         sim: counters,
         rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),
         explained: preempt_rig::result::ExplainOutcome::of(explained),
         ..FlightCell::default()
     };
     result::fill_quality(&mut cell, &cfg.mission, &records, &reference);
-    // The runtime's exact release latency of `control` replaces the grid-based summary.
+    // The runtime's exact release latency of `control` replaces the grid-based summary; its
+    // execution time per job is the controller's CPU per step.
     let stats = app::stats();
     if let Some(t) = stats.tasks.iter().find(|t| t.stats.name == "control") {
-        let h = &t.stats.release_latency;
-        if h.count > 0 {
-            let p = h.percentiles();
-            cell.latency = preempt_rig::result::TimeSummary {
-                count: h.count,
-                min: h.min_ns.unwrap_or(0),
-                mean: h.mean_ns().unwrap_or(0.0) as u64,
-                p50: p.p50_ns,
-                p90: p.p90_ns,
-                p99: p.p99_ns,
-                p99_9: p.p99_9_ns,
-                p99_99: p.p99_99_ns,
-                max: h.max_ns.unwrap_or(0),
-            };
+        if let Some(s) = TimeSummary::of_snapshot(&t.stats.release_latency) {
+            cell.latency = s;
         }
+        cell.control_exec_ns =
+            TimeSummary::of_snapshot(&t.stats.execution_time).unwrap_or_default();
     }
     cell.missed_periods = expected.saturating_sub(cell.flown_steps);
     cell.crashed |= sim_crashed; // also a crash after the last frame
     Ok((cell, tail))
+}
+
+/// The `--ros2` node, when the flight has one (cargo feature `ros2`): the recorder feeds it
+/// every step; it hands waypoints to the controller's bridge.
+#[derive(Debug, Default)]
+struct Live {
+    #[cfg(feature = "ros2")]
+    ros2: Option<crate::ros2::Ros2Live>,
+}
+
+impl Live {
+    /// Starts what `cfg` asks for; the controller's end of the waypoint bridge if it does.
+    /// `base_ns`: the wall-clock time of grid time 0.
+    fn start(
+        cfg: &FlightConfig,
+        base_ns: u64,
+    ) -> Result<(Option<bridge::Receiver<crate::model::V3>>, Live), String> {
+        if !cfg.ros2 {
+            return Ok((None, Live::default()));
+        }
+        let (tx, rx) = bridge::channel::<crate::model::V3>(64);
+        #[cfg(feature = "ros2")]
+        {
+            use crate::ros2::{NODE, ODOM, POSE, REFERENCE, Ros2Live, WAYPOINT};
+            let node = Ros2Live::start(base_ns, tx)?;
+            eprintln!(
+                "uav: ROS 2 node /{NODE} on domain {} ({POSE} geometry_msgs/PoseStamped, {ODOM} \
+                 nav_msgs/Odometry, {REFERENCE} geometry_msgs/PoseStamped at 250 Hz; a \
+                 geometry_msgs/PoseStamped on {WAYPOINT} moves the vehicle there)",
+                node.domain_id()
+            );
+            Ok((Some(rx), Live { ros2: Some(node) }))
+        }
+        #[cfg(not(feature = "ros2"))]
+        {
+            let _ = (base_ns, tx, rx);
+            Err("--ros2: this build has no ROS 2 node (cargo feature `ros2`)".into())
+        }
+    }
+
+    /// Hands step `r` to the node (never blocks).
+    fn state(&mut self, r: &FlightRecord) {
+        #[cfg(feature = "ros2")]
+        if let Some(n) = self.ros2.as_mut() {
+            n.state(r);
+        }
+        let _ = r;
+    }
+
+    /// Stops the node; its counts.
+    fn finish(self) -> Option<preempt_rig::result::Ros2Counts> {
+        #[cfg(feature = "ros2")]
+        return self.ros2.map(crate::ros2::Ros2Live::finish);
+        #[cfg(not(feature = "ros2"))]
+        None
+    }
 }
 
 /// The result file's JSON: `{schema_version, tool, kind: "demo_uav", complete, interrupted,

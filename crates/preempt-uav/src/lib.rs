@@ -24,7 +24,12 @@
 //! cascade and the mission), [`frame`] (the link's frames), [`record`] (one control step's
 //! telemetry), [`sim`] (the simulator process), [`app`] (the real controller),
 //! [`reference`](mod@reference) (the mock-clock flight), [`telemetry`] (MCAP), [`result`]
-//! (figures of a flight), [`demo`] (one flight).
+//! (figures of a flight), `ros2` (the ROS 2 node, cargo feature `ros2`), [`demo`] (one
+//! flight).
+//!
+//! Cargo feature `ros2` (off by default; it brings a DDS stack, ros2-client on RustDDS, and
+//! needs Rust 1.88): `--ros2`, the pose, odometry and reference on ROS 2 topics and waypoints
+//! from one (docs/ROS2.md).
 //!
 //! ```
 //! use preempt_uav::control::{Controller, Mission, PERIOD_S};
@@ -50,5 +55,7 @@ pub mod model;
 pub mod record;
 pub mod reference;
 pub mod result;
+#[cfg(feature = "ros2")]
+pub mod ros2;
 pub mod sim;
 pub mod telemetry;

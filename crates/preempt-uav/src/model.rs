@@ -389,6 +389,19 @@ pub fn rot_rpy(rpy: V3) -> [V3; 3] {
     ]
 }
 
+/// The unit quaternion (w, x, y, z) of roll, pitch, yaw (ZYX), the rotation [`rot_rpy`] gives.
+pub fn quat_rpy(rpy: V3) -> [f64; 4] {
+    let (sr, cr) = (rpy[0] / 2.0).sin_cos();
+    let (sp, cp) = (rpy[1] / 2.0).sin_cos();
+    let (sy, cy) = (rpy[2] / 2.0).sin_cos();
+    [
+        cr * cp * cy + sr * sp * sy,
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+    ]
+}
+
 /// The angle between two attitudes given as roll, pitch, yaw, rad.
 pub fn attitude_distance(a: V3, b: V3) -> f64 {
     let (ra, rb) = (rot_rpy(a), rot_rpy(b));
@@ -516,6 +529,18 @@ mod tests {
         }
         let at = q.crashed_at.expect("a roll past 60° is a crash");
         assert!((100..=110).contains(&at), "crashed at step {at}");
+    }
+
+    #[test]
+    fn quat_rpy_is_the_rotation_of_rot_rpy() {
+        let rpy = [0.3, -0.2, 1.1];
+        let (a, b) = (rot(quat_rpy(rpy)), rot_rpy(rpy));
+        for i in 0..3 {
+            for k in 0..3 {
+                assert!((a[i][k] - b[i][k]).abs() < 1e-12, "{a:?} vs {b:?}");
+            }
+        }
+        assert!((norm4(quat_rpy(rpy)) - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -13,7 +13,8 @@ pub struct FlightRecord {
     pub t_ns: u64,
     /// Start − release, ns.
     pub lateness_ns: u64,
-    /// The cascade's compute time (position, attitude, allocator), ns.
+    /// The cascade's compute time (a live waypoint taken from its bridge, position,
+    /// attitude, allocator), ns.
     pub compute_ns: u64,
     /// Both bus transactions' wall time (read sensors, write rotor commands), ns.
     pub exchange_ns: u64,

@@ -90,6 +90,12 @@ pub struct FlightCell {
     pub latency: TimeSummary,
     /// The cascade's compute time per step, ns.
     pub compute_ns: TimeSummary,
+    /// The `control` job's execution time, ns, from preempt's accounting: its CPU time
+    /// (exchanges, waypoint, cascade, telemetry) when measured, else end − start. The
+    /// controller's CPU per step (`scripts/bench_ros2.sh uav` compares it with and without
+    /// `--ros2`).
+    #[serde(default)]
+    pub control_exec_ns: TimeSummary,
     /// Both bus transactions per step, ns.
     pub exchange_ns: TimeSummary,
     /// Control steps due.
@@ -118,6 +124,14 @@ pub struct FlightCell {
     pub position_error_box_m: Quartiles,
     /// Telemetry records lost on the bridge (a full ring).
     pub telemetry_lost: u64,
+    /// Live waypoints (`--ros2`'s `/uav/waypoint`) the controller took: a flight with any
+    /// departed from the mission, so its quality figures against the reference measure the
+    /// detour too.
+    #[serde(default)]
+    pub live_waypoints: u64,
+    /// The `--ros2` node's counts (none without `--ros2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ros2: Option<preempt_rig::result::Ros2Counts>,
     /// The simulator's counters (steps, late steps, its real-time settings).
     pub sim: PlantCounters,
     /// The RTIO backend of the link.

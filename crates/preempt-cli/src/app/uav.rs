@@ -106,7 +106,8 @@ pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     cfg.sim_exe = std::env::current_exe().context("cannot find the preempt binary itself")?;
     cfg.sim_prefix = vec!["__uav-sim".into()];
     cfg.explain = a.explain;
-    cfg.samples().map_err(usage)?;
+    cfg.ros2 = a.ros2;
+    cfg.validate().map_err(usage)?;
     if a.matrix {
         return matrix(a, &cfg, argv);
     }
@@ -438,6 +439,25 @@ fn print(d: &UavData, out: &mut impl Write) -> Result<()> {
          against the same mission flown with ideal timing (mm, degrees)"
     )?;
     for c in &d.cells {
+        if let Some(r) = &c.ros2 {
+            writeln!(
+                out,
+                "ROS 2 node {} (domain {}): {} messages published, {} dropped before DDS, {} \
+                 refused by it; waypoints {} taken, {} refused{}",
+                r.node,
+                r.domain_id,
+                r.published,
+                r.dropped,
+                r.failed,
+                c.live_waypoints,
+                r.setpoints_rejected + r.setpoint_errors,
+                if c.live_waypoints > 0 {
+                    " (the flight departed from the mission: its errors include the detour)"
+                } else {
+                    ""
+                }
+            )?;
+        }
         if let Some(line) = c.sim.throttled_line() {
             writeln!(out, "{} {}: {line}", c.policy, c.stress)?;
         }

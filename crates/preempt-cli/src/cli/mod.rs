@@ -116,6 +116,13 @@ pub struct UavArgs {
     /// Output directory: uav.json, uav.mcap (a matrix: one subdirectory per cell too).
     #[arg(long, default_value = "preempt-uav")]
     pub out: PathBuf,
+    /// Join ROS 2 as node /preempt_uav (domain ROS_DOMAIN_ID, 0 if unset): publish /uav/pose
+    /// (geometry_msgs/PoseStamped), /uav/odom (nav_msgs/Odometry) and /uav/reference
+    /// (geometry_msgs/PoseStamped) at 250 Hz, and fly to a geometry_msgs/PoseStamped published
+    /// on /uav/waypoint, over DDS, no ROS installation needed. One flight, not a matrix. Needs
+    /// a build with `--features ros2` (docs/ROS2.md).
+    #[arg(long, conflicts_with = "matrix")]
+    pub ros2: bool,
     /// Explain each deadline miss of the control task from the kernel trace (as
     /// `PREEMPT_EXPLAIN=1` does for any app): per miss its causes (irq, softirq, thread,
     /// wakeup, idle_exit, timer, invisible), the flight's top causes, into uav.json (a matrix:
