@@ -52,6 +52,29 @@ impl Quartiles {
     }
 }
 
+impl FlightCell {
+    /// The `--ros2` node's summary line (none without `--ros2`).
+    pub fn ros2_line(&self) -> Option<String> {
+        let r = self.ros2.as_ref()?;
+        Some(format!(
+            "ROS 2 node {} (domain {}): {} messages published, {} dropped before DDS, {} \
+             refused by it; waypoints {} taken, {} refused{}",
+            r.node,
+            r.domain_id,
+            r.published,
+            r.dropped,
+            r.failed,
+            self.live_waypoints,
+            r.setpoints_rejected + r.setpoint_errors,
+            if self.live_waypoints > 0 {
+                " (the flight departed from the mission: its errors include the detour)"
+            } else {
+                ""
+            }
+        ))
+    }
+}
+
 /// Per-step series of a flight, for the report's time series.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Series {

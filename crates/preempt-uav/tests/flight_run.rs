@@ -8,21 +8,15 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use preempt_io::sys::{caps, limits};
 use preempt_uav::demo::{self, FlightConfig};
+
+mod support;
+use support::privileged;
 
 // The cascade runs in this test binary: this allocator reports its real-time jobs'
 // allocations (preempt::rt_safety), checked in `abort` mode below.
 #[global_allocator]
 static ALLOCATOR: preempt::rt_safety::CheckedAlloc = preempt::rt_safety::CheckedAlloc::SYSTEM;
-
-fn privileged() -> bool {
-    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
-        || limits::rtprio().is_ok_and(|l| l.allows(99));
-    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
-        || limits::memlock().is_ok_and(|l| l.soft.is_none());
-    nice && lock
-}
 
 #[test]
 fn a_short_flight_takes_off_records_everything_and_tracks_the_reference() {

@@ -18,8 +18,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use preempt_io::sys::{caps, limits};
 use preempt_uav::model::quat_rpy;
+
+mod support;
+use support::{privileged, require};
 
 /// Seconds the flight lasts: climbing ends at 2.5 s, the waypoint then holds.
 const DURATION_S: u32 = 6;
@@ -75,28 +77,6 @@ fn norm(v: &[f64]) -> f64 {
 
 fn dist(a: [f64; 3], b: [f64; 3]) -> f64 {
     norm(&[a[0] - b[0], a[1] - b[1], a[2] - b[2]])
-}
-
-/// `ok`, or: fails under `PREEMPT_REQUIRE_PRIVILEGED=1`, else says `what` is skipped.
-fn require(ok: bool, what: &str) -> bool {
-    if ok {
-        return true;
-    }
-    assert!(
-        std::env::var("PREEMPT_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
-        "PREEMPT_REQUIRE_PRIVILEGED=1 but {what}"
-    );
-    eprintln!("SKIPPED: {what}");
-    false
-}
-
-/// SCHED_FIFO 99 and unlimited locked memory are allowed here.
-fn privileged() -> bool {
-    let nice = caps::has_effective(caps::Capability::SysNice).unwrap_or(false)
-        || limits::rtprio().is_ok_and(|l| l.allows(99));
-    let lock = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false)
-        || limits::memlock().is_ok_and(|l| l.soft.is_none());
-    nice && lock
 }
 
 fn repo_root() -> PathBuf {

@@ -439,24 +439,8 @@ fn print(d: &UavData, out: &mut impl Write) -> Result<()> {
          against the same mission flown with ideal timing (mm, degrees)"
     )?;
     for c in &d.cells {
-        if let Some(r) = &c.ros2 {
-            writeln!(
-                out,
-                "ROS 2 node {} (domain {}): {} messages published, {} dropped before DDS, {} \
-                 refused by it; waypoints {} taken, {} refused{}",
-                r.node,
-                r.domain_id,
-                r.published,
-                r.dropped,
-                r.failed,
-                c.live_waypoints,
-                r.setpoints_rejected + r.setpoint_errors,
-                if c.live_waypoints > 0 {
-                    " (the flight departed from the mission: its errors include the detour)"
-                } else {
-                    ""
-                }
-            )?;
+        if let Some(line) = c.ros2_line() {
+            writeln!(out, "{line}")?;
         }
         if let Some(line) = c.sim.throttled_line() {
             writeln!(out, "{} {}: {line}", c.policy, c.stress)?;

@@ -15,8 +15,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use preempt_gimbal::demo::{self, DemoConfig};
 
@@ -112,17 +111,13 @@ fn main() -> ExitCode {
             }
         };
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal kills at once (the conditional shutdown sees the flag set).
-        let installed =
-            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
-                .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)));
-        if let Err(e) = installed {
+    let stop = match preempt_rig::harness::stop_on_signals() {
+        Ok(s) => s,
+        Err(e) => {
             eprintln!("gimbal-demo: cannot install the Ctrl-C handler: {e}");
             return ExitCode::from(1);
         }
-    }
+    };
     match demo::run(&cfg, &stop) {
         Ok((mut d, out, tail)) => {
             // The figures first, then the recording's end (a second Ctrl-C in between stops

@@ -13,8 +13,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use preempt_uav::demo::{self, FlightConfig};
 
@@ -78,17 +77,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal kills at once (the conditional shutdown sees the flag set).
-        let installed =
-            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
-                .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)));
-        if let Err(e) = installed {
+    let stop = match preempt_rig::harness::stop_on_signals() {
+        Ok(s) => s,
+        Err(e) => {
             eprintln!("uav-demo: cannot install the Ctrl-C handler: {e}");
             return ExitCode::from(1);
         }
-    }
+    };
     let (cell, out, tail) = match demo::fly(&cfg, &stop) {
         Ok(x) => x,
         Err(e) => {
@@ -133,17 +128,8 @@ fn main() -> ExitCode {
         c.rms_position_error_m * 1e3,
         c.crashed
     );
-    if let Some(r) = &c.ros2 {
-        println!(
-            "ROS 2 node {} (domain {}): {} published, {} dropped, {} failed; waypoints {} taken, {} refused",
-            r.node,
-            r.domain_id,
-            r.published,
-            r.dropped,
-            r.failed,
-            c.live_waypoints,
-            r.setpoints_rejected + r.setpoint_errors
-        );
+    if let Some(line) = c.ros2_line() {
+        println!("{line}");
     }
     println!("wrote {} and {}", out.json.display(), out.mcap.display());
     if let Some(e) = &c.error {
