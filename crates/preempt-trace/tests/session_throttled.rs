@@ -29,6 +29,15 @@ const HOG_MAX_NS: u64 = 3_500_000_000;
 
 #[test]
 fn a_real_time_hog_past_the_budget_is_named_throttled() {
+    if let Some(host) = preempt_io::sys::cpu::user_mode_emulation() {
+        // The kernel traces natively while the three threads run emulated: in CI's arm64
+        // stage (qemu-user 7.2, 2026-11-28) the trace held a throttled stretch of only 1.2 ms
+        // inside the hog's 52 ms gap (the emulated threads do not keep the CPU busy as the
+        // test needs; not traced further). The arm64 PREEMPT_RT guest (scripts/rt_guests.py)
+        // runs arm64 code under its own kernel.
+        println!("SKIP under qemu-user on {host}: the emulated spinner cannot fill the window");
+        return;
+    }
     let cpu = common::measured_cpu();
     // The history must hold the whole test (the stop may come up to ~2 s in).
     let session = match Session::start(Options {
