@@ -26,6 +26,20 @@ use std::path::{Path, PathBuf};
 use crate::plant_rt::PlantConfig;
 use crate::spawn::PlantProcess;
 
+/// A demo binary's CPU flag: a CPU number, or `none` for no pinning; the error names `flag`.
+///
+/// # Errors
+/// A value that is neither.
+pub fn cpu_or_none(flag: &str, value: &str) -> Result<Option<usize>, String> {
+    if value == "none" {
+        return Ok(None);
+    }
+    value
+        .parse()
+        .map(Some)
+        .map_err(|_| format!("{flag}: expected a CPU number or none"))
+}
+
 /// A demo binary's stop flag (`gimbal-demo`, `uav-demo`): SIGINT or SIGTERM sets it (the run
 /// ends and keeps its results, marked interrupted); a second one exits at once with 130.
 ///
@@ -296,5 +310,20 @@ mod tests {
                 "{bad}: {err}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod cpu_flag_tests {
+    use super::cpu_or_none;
+
+    #[test]
+    fn a_cpu_flag_is_a_number_or_none_and_errors_name_the_flag() {
+        assert_eq!(cpu_or_none("--plant-cpu", "none"), Ok(None));
+        assert_eq!(cpu_or_none("--plant-cpu", "1"), Ok(Some(1)));
+        assert_eq!(
+            cpu_or_none("--sim-cpu", "x"),
+            Err("--sim-cpu: expected a CPU number or none".to_owned())
+        );
     }
 }

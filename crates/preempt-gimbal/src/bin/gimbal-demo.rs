@@ -45,15 +45,7 @@ fn parse(argv: &[String]) -> Result<(DemoConfig, Option<PathBuf>), String> {
             }
             "--out" => cfg.out_dir = PathBuf::from(value()?),
             "--plant-cpu" => {
-                let v = value()?;
-                cfg.plant_cpu = if v == "none" {
-                    None
-                } else {
-                    Some(
-                        v.parse()
-                            .map_err(|_| "--plant-cpu: expected a CPU number or none".to_owned())?,
-                    )
-                };
+                cfg.plant_cpu = preempt_rig::harness::cpu_or_none("--plant-cpu", value()?)?
             }
             "--reference-only" => reference_only = Some(PathBuf::from(value()?)),
             "--foxglove" => cfg.foxglove = Some(value()?.clone()),

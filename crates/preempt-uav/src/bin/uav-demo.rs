@@ -41,17 +41,7 @@ fn parse(argv: &[String]) -> Result<FlightConfig, String> {
                     .map_err(|_| "--seed: expected an unsigned integer".to_owned())?;
             }
             "--out" => cfg.out_dir = PathBuf::from(value()?),
-            "--sim-cpu" => {
-                let v = value()?;
-                cfg.sim_cpu = if v == "none" {
-                    None
-                } else {
-                    Some(
-                        v.parse()
-                            .map_err(|_| "--sim-cpu: expected a CPU number or none".to_owned())?,
-                    )
-                };
-            }
+            "--sim-cpu" => cfg.sim_cpu = preempt_rig::harness::cpu_or_none("--sim-cpu", value()?)?,
             "--ros2" => cfg.ros2 = true,
             "--explain" => cfg.explain = true,
             "-h" | "--help" => return Err(USAGE.into()),
