@@ -23,6 +23,11 @@
 //! re-executes this binary with `--scenario <name>`. Needs real-time privileges (root or
 //! CAP_SYS_NICE + CAP_IPC_LOCK); without them the apps refuse to start and the benchmark
 //! says so. Timings vary with the host: run it on a quiet machine and report the command.
+//!
+//! Its raw ping-pong, built into this binary, ran 2.8 to 6.7 % above the same loop in C and
+//! in bench/peers (minimum of 15 interleaved runs, three series; docs/PERFORMANCE.md, "Which
+//! floor"), so its cross-priority ratio flatters preempt: for that target use
+//! `scripts/bench_cross_floors.py`, which runs the three floors side by side.
 
 use std::hint::black_box;
 use std::process::Command;
