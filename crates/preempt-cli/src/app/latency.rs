@@ -75,19 +75,7 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
         mlock: env.memory_locked(),
         dma_latency_us: env.dma_latency_us(),
     };
-    // Machine readers (tests, scripts) learn from this line that the measurement runs.
-    eprintln!(
-        "preempt: measuring {} thread(s), {}, interval {} us, {} releases each{}",
-        cfg.cpus.len(),
-        cfg.policy.record.label(),
-        cfg.interval_ns / 1_000,
-        cfg.releases,
-        if cfg.stress.kinds.is_empty() {
-            String::new()
-        } else {
-            format!(", stress {}", stress::label(&cfg.stress))
-        }
-    );
+    announce(&cfg);
     let mut progress = Progress::new("latency", cfg.output.progress);
     let mut partial_error_shown = false;
     let mut outcome = measure::latency::run(
@@ -158,6 +146,33 @@ pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     } else {
         EXIT_OK
     };
+    exit_after_late_errors(saved, code, late_errors)
+}
+
+/// The line that tells machine readers (tests, scripts) that the measurement runs.
+fn announce(cfg: &LatencyConfig) {
+    eprintln!(
+        "preempt: measuring {} thread(s), {}, interval {} us, {} releases each{}",
+        cfg.cpus.len(),
+        cfg.policy.record.label(),
+        cfg.interval_ns / 1_000,
+        cfg.releases,
+        if cfg.stress.kinds.is_empty() {
+            String::new()
+        } else {
+            format!(", stress {}", stress::label(&cfg.stress))
+        }
+    );
+}
+
+/// The exit code once the results are saved: the optional outputs that failed after them
+/// (`--trace-samples`, `--explain`, `--trace-out`) are printed, the last one as the error,
+/// unless saving itself failed (then that decides).
+fn exit_after_late_errors(
+    saved: crate::session::Saved,
+    code: u8,
+    mut late_errors: Vec<String>,
+) -> Result<u8> {
     if saved.error.is_some() || late_errors.is_empty() {
         for e in &late_errors {
             eprintln!("preempt: {e}");

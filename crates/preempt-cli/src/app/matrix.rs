@@ -20,33 +20,13 @@ use crate::stats::summary::us;
 use crate::warnings::Warning;
 
 /// `preempt matrix`: the 8 policies x 2 loads experiment, one file per cell and a summary.
+///
+/// The steps: [`matrix_config`] validates the flags, the session starts, [`matrix::run`]
+/// measures (each cell's file written as it ends), the summaries are written, and
+/// [`check_cells_ran`] turns cells that could not run into the exit code.
 pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
-    let online = online()?;
-    if a.period < 100 {
-        return Err(usage("--period must be at least 100 us"));
-    }
-    let period_ns = config::us_to_ns(a.period, "--period")?;
-    let duration_ns = match &a.duration {
-        Some(d) => config::parse_duration_ns(d)?,
-        None => config::DEFAULT_DURATION_NS,
-    };
-    if duration_ns < period_ns {
-        return Err(usage(format!(
-            "--duration must cover at least one --period ({} us)",
-            a.period
-        )));
-    }
-    let work_ns = config::us_to_ns(a.work_us, "--work-us")?;
-    if work_ns >= 400_000.min(period_ns) {
-        return Err(usage(format!(
-            "--work-us {} must stay below the smallest SCHED_DEADLINE runtime of the matrix (400 us) and the period",
-            a.work_us
-        )));
-    }
-    let cpus = match &a.cpus {
-        Some(l) => parse_cpus(l, &online)?,
-        None => vec![*online.last().context("no online CPU")?],
-    };
+    let cfg = matrix_config(a)?;
+    let cpus = cfg.cpus.clone();
     let output = OutputConfig::from(&a.output);
     matrix::prepare_dir(&a.out_dir)?;
     let summary_json = a.out_dir.join("summary.json");
@@ -59,14 +39,6 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
         a.history.config(),
     )?;
     session.lock_dir(&a.out_dir, "--out-dir")?;
-    let cfg = matrix::MatrixConfig {
-        period_ns,
-        duration_ns,
-        work_ns,
-        cpus: cpus.clone(),
-        stress_tool: a.stress_tool,
-        rt: RtConfig::from(&a.rt),
-    };
     let stop = measure::install_stop_flag()?;
     let env = RtEnvironment::prepare(cfg.rt);
     session.warnings.extend(env.warnings.iter().cloned());
@@ -78,7 +50,7 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
     eprintln!(
         "preempt: matrix of 8 policies x 2 stress levels, period {} us, {:.1} s per cell on CPU {:?}",
         a.period,
-        duration_ns as f64 / 1e9,
+        cfg.duration_ns as f64 / 1e9,
         cpus
     );
     let mut progress = Progress::new("matrix", output.progress);
@@ -131,6 +103,51 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
     if stop.load(Relaxed) {
         return saved.exit(measure::interrupted_exit_code());
     }
+    check_cells_ran(&result)?;
+    saved.exit(EXIT_OK)
+}
+
+/// Validates the flags into the matrix's configuration (exit 2 naming the flag).
+fn matrix_config(a: &MatrixArgs) -> Result<matrix::MatrixConfig> {
+    let online = online()?;
+    if a.period < 100 {
+        return Err(usage("--period must be at least 100 us"));
+    }
+    let period_ns = config::us_to_ns(a.period, "--period")?;
+    let duration_ns = match &a.duration {
+        Some(d) => config::parse_duration_ns(d)?,
+        None => config::DEFAULT_DURATION_NS,
+    };
+    if duration_ns < period_ns {
+        return Err(usage(format!(
+            "--duration must cover at least one --period ({} us)",
+            a.period
+        )));
+    }
+    let work_ns = config::us_to_ns(a.work_us, "--work-us")?;
+    if work_ns >= 400_000.min(period_ns) {
+        return Err(usage(format!(
+            "--work-us {} must stay below the smallest SCHED_DEADLINE runtime of the matrix (400 us) and the period",
+            a.work_us
+        )));
+    }
+    let cpus = match &a.cpus {
+        Some(l) => parse_cpus(l, &online)?,
+        None => vec![*online.last().context("no online CPU")?],
+    };
+    Ok(matrix::MatrixConfig {
+        period_ns,
+        duration_ns,
+        work_ns,
+        cpus,
+        stress_tool: a.stress_tool,
+        rt: RtConfig::from(&a.rt),
+    })
+}
+
+/// Fails when no cell could run, with a privilege error (exit 3) when cells were denied for
+/// lack of privilege.
+fn check_cells_ran(result: &crate::results::MatrixResult) -> Result<()> {
     if result.cells.iter().all(|c| c.error.is_some()) {
         eprintln!(
             "preempt: no cell of the matrix could run: {}",
@@ -166,7 +183,7 @@ pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
     if result.cells.iter().all(|c| c.error.is_some()) {
         anyhow::bail!("no cell of the matrix could run");
     }
-    saved.exit(EXIT_OK)
+    Ok(())
 }
 
 fn print_matrix(r: &crate::results::MatrixResult, dir: &Path) -> Result<()> {

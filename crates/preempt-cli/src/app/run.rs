@@ -251,42 +251,19 @@ fn latency_step(
 }
 
 /// `preempt run`: returns the exit code.
+///
+/// The steps: [`prepare_out_dir`], the check, the two latency runs ([`latency_step`]),
+/// [`wakeup_step`], [`micro_step`], then [`finish_report`].
 pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
-    if args.priority == 0 || args.priority > 98 {
-        return Err(usage(format!(
-            "--priority {} is out of range 1..=98",
-            args.priority
-        )));
-    }
-    if args.out.exists() && !args.out.is_dir() {
-        return Err(usage(format!(
-            "--out {} exists and is not a directory",
-            args.out.display()
-        )));
-    }
-    // Every file the suite writes is checked before anything is measured (exit 2 naming the
-    // path), so a bad --out never costs a two-minute run.
-    crate::export::create_output_dir(&args.out).map_err(|e| {
-        usage(format!(
-            "--out {}: {e:#}; name a directory you can write",
-            args.out.display()
-        ))
-    })?;
+    prepare_out_dir(args)?;
     let dir = args.out.as_path();
     let history = args.history.config();
-    // Each step is a run session of its own, its result in DIR (checked below), its hints
+    // Each step is a run session of its own, its result in DIR (checked above), its hints
     // `preempt run`'s.
     let session = |stem: &'static str| {
         let file = dir.join(format!("{stem}.json"));
         Session::suite_step(stem, argv.clone(), &file, history.clone())
     };
-    for name in FILES
-        .iter()
-        .chain(TRACES.iter())
-        .chain(["index.html"].iter())
-    {
-        crate::export::check_writable(&dir.join(name))?;
-    }
     let preset = Preset::of(args);
     let online = cpu::online_cpus().context("cannot read the online CPUs")?;
     let stop = measure::install_stop_flag()?;
@@ -345,19 +322,7 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             .unwrap_or_else(check::run_without_probes);
         save_step(&s, &s.file(RunResult::Check(report))).map(Some)
     });
-    let (policy, fallback) = match &rt_ok {
-        Ok(()) => (PolicyArg::Fifo, Vec::new()),
-        Err(e) => (
-            PolicyArg::Other,
-            vec![Warning::RealTimeRefused {
-                requested: format!("SCHED_FIFO {}", args.priority),
-                error: e.clone(),
-                grant: crate::error::privilege_hint(&preempt_io::sys::sched::Policy::Fifo {
-                    priority: args.priority,
-                }),
-            }],
-        ),
-    };
+    let (policy, fallback) = latency_policy(&rt_ok, args.priority);
     for (n, (file, trace, stress, what)) in [
         (FILES[1], TRACES[0], Vec::new(), "latency, idle"),
         (
@@ -392,34 +357,8 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             eprintln!("preempt: wakeup skipped: its waiter must run SCHED_FIFO");
             return Ok(None);
         }
-        let cfg = wakeup::WakeupConfig {
-            sources: vec![
-                SourceArg::Eventfd,
-                SourceArg::Pipe,
-                SourceArg::Timerfd,
-                SourceArg::Signal,
-                SourceArg::Gpio,
-            ],
-            samples: preset.wakeup_samples,
-            interval_ns: preset.wakeup_interval_us * 1_000,
-            priority: args.priority,
-            waiter_cpu: *online.last().context("no online CPU")?,
-            trigger_cpu: online[0],
-            loads: vec![
-                StressConfig::default(),
-                StressConfig::heavy(args.stress_tool),
-            ],
-            gpio_chip: PathBuf::from("/dev/gpiochip0"),
-        };
-        let mut s = session(stem(FILES[3]));
-        s.warnings.extend(env.warnings.iter().cloned());
-        s.add_machine_warnings(&[cfg.waiter_cpu]);
-        let r = wakeup::run(&cfg, &stop, &mut |d, t, what| {
-            bar.set(d as f64 / t.max(1) as f64, &format!("wakeup: {what}"))
-        })?;
-        let mut f = s.file(RunResult::Wakeup(Box::new(r)));
-        f.interrupted = stop.load(Relaxed);
-        save_step(&s, &f).map(Some)
+        let cfg = wakeup_config(&preset, args, &online)?;
+        wakeup_step(session(stem(FILES[3])), &cfg, &env, &stop, bar).map(Some)
     });
     step(&mut bar, 4, "micro", &mut |bar| {
         let cfg = MicroConfig {
@@ -431,19 +370,139 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
             subtract_overhead: false,
             stress: StressConfig::default(),
         };
-        let mut s = session(stem(FILES[4]));
-        s.warnings.extend(env.warnings.iter().cloned());
-        s.add_machine_warnings(&[cfg.cpu]);
-        let stressors = StressGuard::start(&cfg.stress)?;
-        let (result, run_warnings) = micro::measure(&cfg, &stop, &mut |d, t, what| {
-            bar.set(d as f64 / t.max(1) as f64, &format!("micro: {what}"))
-        })?;
-        drop(stressors);
-        s.warnings.extend(run_warnings);
-        let mut f = s.file(RunResult::Micro(Box::new(result)));
-        f.interrupted = stop.load(Relaxed);
-        save_step(&s, &f).map(Some)
+        micro_step(session(stem(FILES[4])), &cfg, &env, &stop, bar).map(Some)
     });
+    finish_report(args, &mut bar, &stop, &written, &traces, &failed)
+}
+
+/// Checks `--priority` and `--out`, creates the directory and checks every file the suite
+/// writes before anything is measured (exit 2 naming the path), so a bad `--out` never costs
+/// a two-minute run.
+fn prepare_out_dir(args: &RunArgs) -> Result<()> {
+    if args.priority == 0 || args.priority > 98 {
+        return Err(usage(format!(
+            "--priority {} is out of range 1..=98",
+            args.priority
+        )));
+    }
+    if args.out.exists() && !args.out.is_dir() {
+        return Err(usage(format!(
+            "--out {} exists and is not a directory",
+            args.out.display()
+        )));
+    }
+    crate::export::create_output_dir(&args.out).map_err(|e| {
+        usage(format!(
+            "--out {}: {e:#}; name a directory you can write",
+            args.out.display()
+        ))
+    })?;
+    for name in FILES
+        .iter()
+        .chain(TRACES.iter())
+        .chain(["index.html"].iter())
+    {
+        crate::export::check_writable(&args.out.join(name))?;
+    }
+    Ok(())
+}
+
+/// The latency runs' policy: SCHED_FIFO when permitted, else SCHED_OTHER with the warning
+/// that says why.
+fn latency_policy(rt_ok: &Result<(), String>, priority: u8) -> (PolicyArg, Vec<Warning>) {
+    match rt_ok {
+        Ok(()) => (PolicyArg::Fifo, Vec::new()),
+        Err(e) => (
+            PolicyArg::Other,
+            vec![Warning::RealTimeRefused {
+                requested: format!("SCHED_FIFO {priority}"),
+                error: e.clone(),
+                grant: crate::error::privilege_hint(&preempt_io::sys::sched::Policy::Fifo {
+                    priority,
+                }),
+            }],
+        ),
+    }
+}
+
+/// The wakeup step's configuration: every source, idle and under heavy stress, the waiter on
+/// the last online CPU and the trigger on the first.
+fn wakeup_config(
+    preset: &Preset,
+    args: &RunArgs,
+    online: &[usize],
+) -> Result<wakeup::WakeupConfig> {
+    Ok(wakeup::WakeupConfig {
+        sources: vec![
+            SourceArg::Eventfd,
+            SourceArg::Pipe,
+            SourceArg::Timerfd,
+            SourceArg::Signal,
+            SourceArg::Gpio,
+        ],
+        samples: preset.wakeup_samples,
+        interval_ns: preset.wakeup_interval_us * 1_000,
+        priority: args.priority,
+        waiter_cpu: *online.last().context("no online CPU")?,
+        trigger_cpu: online[0],
+        loads: vec![
+            StressConfig::default(),
+            StressConfig::heavy(args.stress_tool),
+        ],
+        gpio_chip: PathBuf::from("/dev/gpiochip0"),
+    })
+}
+
+/// Runs the wakeup step in its session `s` and saves its result.
+fn wakeup_step(
+    mut s: Session,
+    cfg: &wakeup::WakeupConfig,
+    env: &RtEnvironment,
+    stop: &AtomicBool,
+    bar: &mut Bar,
+) -> Result<PathBuf> {
+    s.warnings.extend(env.warnings.iter().cloned());
+    s.add_machine_warnings(&[cfg.waiter_cpu]);
+    let r = wakeup::run(cfg, stop, &mut |d, t, what| {
+        bar.set(d as f64 / t.max(1) as f64, &format!("wakeup: {what}"))
+    })?;
+    let mut f = s.file(RunResult::Wakeup(Box::new(r)));
+    f.interrupted = stop.load(Relaxed);
+    save_step(&s, &f)
+}
+
+/// Runs the micro step in its session `s` (with its stressors, if any) and saves its result.
+fn micro_step(
+    mut s: Session,
+    cfg: &MicroConfig,
+    env: &RtEnvironment,
+    stop: &AtomicBool,
+    bar: &mut Bar,
+) -> Result<PathBuf> {
+    s.warnings.extend(env.warnings.iter().cloned());
+    s.add_machine_warnings(&[cfg.cpu]);
+    let stressors = StressGuard::start(&cfg.stress)?;
+    let (result, run_warnings) = micro::measure(cfg, stop, &mut |d, t, what| {
+        bar.set(d as f64 / t.max(1) as f64, &format!("micro: {what}"))
+    })?;
+    drop(stressors);
+    s.warnings.extend(run_warnings);
+    let mut f = s.file(RunResult::Micro(Box::new(result)));
+    f.interrupted = stop.load(Relaxed);
+    save_step(&s, &f)
+}
+
+/// Draws the report from the files just written, prints the verdict and the paths, and
+/// returns the exit code (interrupted, a step failed, or success).
+fn finish_report(
+    args: &RunArgs,
+    bar: &mut Bar,
+    stop: &AtomicBool,
+    written: &[PathBuf],
+    traces: &[PathBuf],
+    failed: &[String],
+) -> Result<u8> {
+    let dir = args.out.as_path();
     bar.step = 5;
     bar.set(0.0, "report");
     if written.is_empty() && stop.load(Relaxed) {
@@ -451,7 +510,7 @@ pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
         return Ok(measure::interrupted_exit_code());
     }
     // The report is drawn from the files just written, exactly as `preempt report` would.
-    let inputs = crate::results::input::load_many(&written)?;
+    let inputs = crate::results::input::load_many(written)?;
     let trace_data: Vec<crate::report::Trace> = traces
         .iter()
         .filter(|p| p.exists())

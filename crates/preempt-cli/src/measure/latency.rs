@@ -420,6 +420,10 @@ pub struct Outcome {
 /// Runs a latency measurement: spawns one measuring thread per CPU, waits (drawing progress
 /// with `on_tick(partial, fraction)` every 200 ms; partial results are offered once a
 /// second when `cfg.output` names an export file), and assembles the result.
+///
+/// The steps: [`open_break_hook`], [`spawn_measuring_threads`] (each runs
+/// [`measuring_thread`]), [`gather_setup`], [`watch_progress`], then [`assemble`] with the
+/// ledger, [`write_trace`] and [`run_warnings`].
 pub fn run(
     cfg: &LatencyConfig,
     work_iterations: u64,
@@ -437,161 +441,36 @@ pub fn run(
         pinned,
     };
     let mut warnings = Vec::new();
-    let brk = match cfg.break_at_ns {
-        Some(_) => {
-            let (hook, note) = BreakHook::open()?;
-            if let Some(n) = note {
-                eprintln!("preempt: {n}");
-            }
-            Some(hook)
-        }
-        None => None,
-    };
+    let brk = open_break_hook(cfg)?;
     let overhead: Overhead = super::overhead::measure();
     let n = cfg.cpus.len();
     let states: Vec<ThreadState> = (0..n)
         .map(|_| ThreadState::new(work_iterations > 0))
         .collect();
-    let halt = AtomicBool::new(false);
-    let start_ns = AtomicU64::new(0);
-    let finished = AtomicUsize::new(0);
-    let barrier = Barrier::new(n + 1);
+    let shared = Shared {
+        params,
+        states: &states,
+        halt: AtomicBool::new(false),
+        start_ns: AtomicU64::new(0),
+        finished: AtomicUsize::new(0),
+        barrier: Barrier::new(n + 1),
+        brk: brk.as_ref(),
+        signal_stop,
+    };
     let probe = ledger::Probe::start();
     let t0 = monotonic_now_ns();
-    let (tx, rx) = mpsc::channel::<(usize, Result<(), String>, Option<Warning>)>();
 
     let ends: Vec<ThreadEnd> = std::thread::scope(|s| -> Result<Vec<ThreadEnd>> {
-        let mut handles = Vec::with_capacity(n);
-        for (i, &cpu_id) in cfg.cpus.iter().enumerate() {
-            let (st, tx, barrier, start_ns, halt, finished, brk) = (
-                &states[i],
-                tx.clone(),
-                &barrier,
-                &start_ns,
-                &halt,
-                &finished,
-                brk.as_ref(),
-            );
-            let policy = cfg.policy.clone();
-            let slack = cfg.timer_slack_ns;
-            let mut trace = if cfg.trace_samples.is_some() || cfg.explain.is_some() {
-                let cap =
-                    usize::try_from(cfg.releases).context("--loops too large for this machine")?;
-                let mut v = Vec::with_capacity(cap);
-                // Touch every page now so pushes in the loop never fault.
-                v.resize(cap, TraceRecord::default());
-                v.clear();
-                v
-            } else {
-                Vec::new()
-            };
-            let handle = std::thread::Builder::new()
-                .name(format!("preempt-lat{i}"))
-                .stack_size(THREAD_STACK_BYTES)
-                .spawn_scoped(s, move || {
-                    struct Done<'a>(&'a AtomicUsize);
-                    impl Drop for Done<'_> {
-                        fn drop(&mut self) {
-                            self.0.fetch_add(1, Release);
-                        }
-                    }
-                    let _done = Done(finished);
-                    let tid = sched::current_tid();
-                    let mut slack_warning = None;
-                    let setup = (|| -> Result<(), String> {
-                        if pinned {
-                            sched::set_current_thread_affinity(&[cpu_id])
-                                .map_err(|e| format!("cannot pin thread to CPU {cpu_id}: {e}"))?;
-                        }
-                        sched::set_current_thread_policy(&policy.policy).map_err(|e| {
-                            format!(
-                                "{:#}",
-                                policy_error(e, &policy.policy, &policy.record.label())
-                            )
-                        })?;
-                        if let Err(e) = thread::set_timer_slack_ns(slack) {
-                            slack_warning = Some(Warning::TimerSlackFailed {
-                                error: e.to_string(),
-                            });
-                        }
-                        mem::prefault_stack(PREFAULT_STACK_BYTES);
-                        Ok(())
-                    })();
-                    let ok = setup.is_ok();
-                    // The coordinator is waiting for exactly one message per thread.
-                    let _ = tx.send((i, setup, slack_warning));
-                    barrier.wait();
-                    let start = start_ns.load(Acquire);
-                    if !ok || start == 0 {
-                        return ThreadEnd {
-                            tid,
-                            ..ThreadEnd::default()
-                        };
-                    }
-                    if pinned {
-                        st.cpus_seen
-                            .store(1u64.checked_shl(cpu_id as u32).unwrap_or(0), Relaxed);
-                    }
-                    let usage0 = thread::rusage_thread().unwrap_or_default();
-                    let mut controller = Controller::default();
-                    let mut throttle = ThrottleWatch::open();
-                    let stop = StopFlags {
-                        signal: signal_stop,
-                        halt,
-                    };
-                    let error = run_loop(
-                        &params,
-                        st,
-                        i,
-                        start,
-                        stop,
-                        &mut trace,
-                        brk,
-                        &mut controller,
-                        &mut throttle,
-                    )
-                    .err()
-                    .map(|e| format!("clock_nanosleep failed: {e}"));
-                    let usage1 = thread::rusage_thread().unwrap_or_default();
-                    let usage = thread::ThreadUsage {
-                        minor_faults: usage1.minor_faults.saturating_sub(usage0.minor_faults),
-                        major_faults: usage1.major_faults.saturating_sub(usage0.major_faults),
-                        voluntary_switches: usage1
-                            .voluntary_switches
-                            .saturating_sub(usage0.voluntary_switches),
-                        involuntary_switches: usage1
-                            .involuntary_switches
-                            .saturating_sub(usage0.involuntary_switches),
-                        user_ns: usage1.user_ns.saturating_sub(usage0.user_ns),
-                        system_ns: usage1.system_ns.saturating_sub(usage0.system_ns),
-                    };
-                    ThreadEnd {
-                        tid,
-                        usage,
-                        trace,
-                        error,
-                    }
-                })
-                .context("cannot spawn a measuring thread")?;
-            handles.push(handle);
-        }
+        let (tx, rx) = mpsc::channel::<SetupReport>();
+        let handles = spawn_measuring_threads(s, cfg, &shared, &tx)?;
         drop(tx);
-        let mut setup_error = None;
-        for _ in 0..n {
-            let (i, r, w) = rx.recv().context("a measuring thread died during setup")?;
-            if let Err(e) = r {
-                setup_error.get_or_insert(format!("measuring thread for CPU {}: {e}", cfg.cpus[i]));
-            }
-            if let Some(w) = w {
-                if !warnings.contains(&w) {
-                    warnings.push(w);
-                }
-            }
-        }
+        let setup_error = gather_setup(&rx, cfg, &mut warnings)?;
         if setup_error.is_none() {
-            start_ns.store(monotonic_now_ns() + START_DELAY_NS, Release);
+            shared
+                .start_ns
+                .store(monotonic_now_ns() + START_DELAY_NS, Release);
         }
-        barrier.wait();
+        shared.barrier.wait();
         if let Some(e) = setup_error {
             for h in handles {
                 // The threads return at once (start is 0); a panic would be reported anyway.
@@ -603,32 +482,7 @@ pub fn run(
                 anyhow::anyhow!(e)
             });
         }
-        let total = (cfg.releases * n as u64).max(1);
-        let want_partial = cfg.output.export_json.is_some() || cfg.output.export_csv.is_some();
-        let mut next_tick = monotonic_now_ns() + TICK_NS;
-        let mut next_partial = monotonic_now_ns() + PARTIAL_EVERY_NS;
-        while finished.load(Acquire) < n {
-            clock::sleep_until_ns(ClockId::Monotonic, next_tick).context("clock_nanosleep")?;
-            next_tick += TICK_NS;
-            let done: u64 = states.iter().map(|s| s.releases.load(Relaxed)).sum();
-            let now = monotonic_now_ns();
-            // Snapshots cost ~350 KB of copying per thread: only when a file wants them.
-            let partial = (want_partial && now >= next_partial).then(|| {
-                next_partial = now + PARTIAL_EVERY_NS;
-                assemble(
-                    cfg,
-                    work_iterations,
-                    env,
-                    pinned,
-                    &overhead,
-                    &states,
-                    &[],
-                    None,
-                    ledger_placeholder(),
-                )
-            });
-            on_tick(partial.as_ref(), done as f64 / total as f64);
-        }
+        watch_progress(cfg, work_iterations, env, &overhead, &shared, on_tick)?;
         Ok(handles
             .into_iter()
             .map(|h| {
@@ -644,15 +498,7 @@ pub fn run(
     if let Some(e) = ends.iter().find_map(|e| e.error.clone()) {
         anyhow::bail!(e);
     }
-    let break_event = states.iter().enumerate().find_map(|(i, s)| {
-        let latency_ns = s.break_latency.load(Acquire);
-        (latency_ns > 0).then(|| BreakEvent {
-            thread: i,
-            cycle: s.break_cycle.load(Relaxed),
-            latency_ns,
-            tracing_stopped: brk.as_ref().is_some_and(|b| b.tracing_on.is_some()),
-        })
-    });
+    let break_event = break_event_of(&states, brk.as_ref());
     let own_ns: u64 = ends
         .iter()
         .map(|e| e.usage.user_ns + e.usage.system_ns)
@@ -699,6 +545,283 @@ pub fn run(
         Vec::new()
     };
     let interrupted = signal_stop.load(Relaxed) || break_event.is_some();
+    run_warnings(
+        cfg,
+        pinned,
+        &result,
+        interrupted && break_event.is_none(),
+        &mut warnings,
+    );
+    Ok(Outcome {
+        result,
+        warnings,
+        interrupted,
+        elapsed_ns,
+        trace_error,
+        samples,
+    })
+}
+
+/// What the coordinator shares with every measuring thread for one run.
+struct Shared<'a> {
+    params: LoopParams,
+    states: &'a [ThreadState],
+    /// Set by a thread that hit `--break-at`: the others stop too.
+    halt: AtomicBool,
+    /// The first release (0 = setup failed somewhere: do not measure).
+    start_ns: AtomicU64,
+    /// Threads that have returned.
+    finished: AtomicUsize,
+    /// Threads and coordinator meet here once every setup is reported.
+    barrier: Barrier,
+    brk: Option<&'a BreakHook>,
+    signal_stop: &'a AtomicBool,
+}
+
+/// One thread's setup outcome: its index, the error if any, a timer-slack warning.
+type SetupReport = (usize, Result<(), String>, Option<Warning>);
+
+/// With `--break-at`, opens the tracing hook (and prints its note); else `None`.
+fn open_break_hook(cfg: &LatencyConfig) -> Result<Option<BreakHook>> {
+    if cfg.break_at_ns.is_none() {
+        return Ok(None);
+    }
+    let (hook, note) = BreakHook::open()?;
+    if let Some(n) = note {
+        eprintln!("preempt: {n}");
+    }
+    Ok(Some(hook))
+}
+
+/// The `--trace-samples`/`--explain` buffer of one thread, every page touched now so pushes
+/// in the loop never fault (empty when neither flag is given).
+fn trace_buffer(cfg: &LatencyConfig) -> Result<Vec<TraceRecord>> {
+    if cfg.trace_samples.is_none() && cfg.explain.is_none() {
+        return Ok(Vec::new());
+    }
+    let cap = usize::try_from(cfg.releases).context("--loops too large for this machine")?;
+    let mut v = Vec::with_capacity(cap);
+    v.resize(cap, TraceRecord::default());
+    v.clear();
+    Ok(v)
+}
+
+/// Spawns one measuring thread per configured CPU inside the scope `s`.
+fn spawn_measuring_threads<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    cfg: &'env LatencyConfig,
+    shared: &'env Shared<'env>,
+    tx: &mpsc::Sender<SetupReport>,
+) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, ThreadEnd>>> {
+    let mut handles = Vec::with_capacity(cfg.cpus.len());
+    for (i, &cpu_id) in cfg.cpus.iter().enumerate() {
+        let tx = tx.clone();
+        let trace = trace_buffer(cfg)?;
+        let handle = std::thread::Builder::new()
+            .name(format!("preempt-lat{i}"))
+            .stack_size(THREAD_STACK_BYTES)
+            .spawn_scoped(s, move || {
+                measuring_thread(shared, cfg, i, cpu_id, &tx, trace)
+            })
+            .context("cannot spawn a measuring thread")?;
+        handles.push(handle);
+    }
+    Ok(handles)
+}
+
+/// Sets up the calling thread for measuring: pin, policy, timer slack, stack prefault.
+/// A failed timer slack is a warning (in `slack_warning`), the rest are errors.
+fn set_up_thread(
+    cfg: &LatencyConfig,
+    cpu_id: usize,
+    slack_warning: &mut Option<Warning>,
+) -> Result<(), String> {
+    let policy = &cfg.policy;
+    if !policy.is_deadline() {
+        sched::set_current_thread_affinity(&[cpu_id])
+            .map_err(|e| format!("cannot pin thread to CPU {cpu_id}: {e}"))?;
+    }
+    sched::set_current_thread_policy(&policy.policy).map_err(|e| {
+        format!(
+            "{:#}",
+            policy_error(e, &policy.policy, &policy.record.label())
+        )
+    })?;
+    if let Err(e) = thread::set_timer_slack_ns(cfg.timer_slack_ns) {
+        *slack_warning = Some(Warning::TimerSlackFailed {
+            error: e.to_string(),
+        });
+    }
+    mem::prefault_stack(PREFAULT_STACK_BYTES);
+    Ok(())
+}
+
+/// The body of measuring thread `i` on `cpu_id`: set up, report to the coordinator, meet at
+/// the barrier, then run [`run_loop`] and hand back its usage and samples.
+fn measuring_thread(
+    shared: &Shared<'_>,
+    cfg: &LatencyConfig,
+    i: usize,
+    cpu_id: usize,
+    tx: &mpsc::Sender<SetupReport>,
+    mut trace: Vec<TraceRecord>,
+) -> ThreadEnd {
+    struct Done<'a>(&'a AtomicUsize);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Release);
+        }
+    }
+    let _done = Done(&shared.finished);
+    let tid = sched::current_tid();
+    let mut slack_warning = None;
+    let setup = set_up_thread(cfg, cpu_id, &mut slack_warning);
+    let ok = setup.is_ok();
+    // The coordinator is waiting for exactly one message per thread.
+    let _ = tx.send((i, setup, slack_warning));
+    shared.barrier.wait();
+    let start = shared.start_ns.load(Acquire);
+    if !ok || start == 0 {
+        return ThreadEnd {
+            tid,
+            ..ThreadEnd::default()
+        };
+    }
+    let st = &shared.states[i];
+    if shared.params.pinned {
+        st.cpus_seen
+            .store(1u64.checked_shl(cpu_id as u32).unwrap_or(0), Relaxed);
+    }
+    let usage0 = thread::rusage_thread().unwrap_or_default();
+    let mut controller = Controller::default();
+    let mut throttle = ThrottleWatch::open();
+    let stop = StopFlags {
+        signal: shared.signal_stop,
+        halt: &shared.halt,
+    };
+    let error = run_loop(
+        &shared.params,
+        st,
+        i,
+        start,
+        stop,
+        &mut trace,
+        shared.brk,
+        &mut controller,
+        &mut throttle,
+    )
+    .err()
+    .map(|e| format!("clock_nanosleep failed: {e}"));
+    let usage1 = thread::rusage_thread().unwrap_or_default();
+    ThreadEnd {
+        tid,
+        usage: usage_since(usage0, usage1),
+        trace,
+        error,
+    }
+}
+
+/// The resource usage between two `getrusage` readings.
+fn usage_since(usage0: thread::ThreadUsage, usage1: thread::ThreadUsage) -> thread::ThreadUsage {
+    thread::ThreadUsage {
+        minor_faults: usage1.minor_faults.saturating_sub(usage0.minor_faults),
+        major_faults: usage1.major_faults.saturating_sub(usage0.major_faults),
+        voluntary_switches: usage1
+            .voluntary_switches
+            .saturating_sub(usage0.voluntary_switches),
+        involuntary_switches: usage1
+            .involuntary_switches
+            .saturating_sub(usage0.involuntary_switches),
+        user_ns: usage1.user_ns.saturating_sub(usage0.user_ns),
+        system_ns: usage1.system_ns.saturating_sub(usage0.system_ns),
+    }
+}
+
+/// Reads one setup report per thread; returns the first error (naming its CPU) and adds
+/// each distinct warning to `warnings`.
+fn gather_setup(
+    rx: &mpsc::Receiver<SetupReport>,
+    cfg: &LatencyConfig,
+    warnings: &mut Vec<Warning>,
+) -> Result<Option<String>> {
+    let mut setup_error = None;
+    for _ in 0..cfg.cpus.len() {
+        let (i, r, w) = rx.recv().context("a measuring thread died during setup")?;
+        if let Err(e) = r {
+            setup_error.get_or_insert(format!("measuring thread for CPU {}: {e}", cfg.cpus[i]));
+        }
+        if let Some(w) = w {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    Ok(setup_error)
+}
+
+/// Until every thread has returned: every 200 ms calls `on_tick` with the fraction done and,
+/// once a second when an export file wants it, a partial result.
+fn watch_progress(
+    cfg: &LatencyConfig,
+    work_iterations: u64,
+    env: EnvFacts,
+    overhead: &Overhead,
+    shared: &Shared<'_>,
+    on_tick: &mut dyn FnMut(Option<&LatencyResult>, f64),
+) -> Result<()> {
+    let states = shared.states;
+    let n = states.len();
+    let total = (cfg.releases * n as u64).max(1);
+    let want_partial = cfg.output.export_json.is_some() || cfg.output.export_csv.is_some();
+    let mut next_tick = monotonic_now_ns() + TICK_NS;
+    let mut next_partial = monotonic_now_ns() + PARTIAL_EVERY_NS;
+    while shared.finished.load(Acquire) < n {
+        clock::sleep_until_ns(ClockId::Monotonic, next_tick).context("clock_nanosleep")?;
+        next_tick += TICK_NS;
+        let done: u64 = states.iter().map(|s| s.releases.load(Relaxed)).sum();
+        let now = monotonic_now_ns();
+        // Snapshots cost ~350 KB of copying per thread: only when a file wants them.
+        let partial = (want_partial && now >= next_partial).then(|| {
+            next_partial = now + PARTIAL_EVERY_NS;
+            assemble(
+                cfg,
+                work_iterations,
+                env,
+                shared.params.pinned,
+                overhead,
+                states,
+                &[],
+                None,
+                ledger_placeholder(),
+            )
+        });
+        on_tick(partial.as_ref(), done as f64 / total as f64);
+    }
+    Ok(())
+}
+
+/// The `--break-at` event, if a thread recorded one.
+fn break_event_of(states: &[ThreadState], brk: Option<&BreakHook>) -> Option<BreakEvent> {
+    states.iter().enumerate().find_map(|(i, s)| {
+        let latency_ns = s.break_latency.load(Acquire);
+        (latency_ns > 0).then(|| BreakEvent {
+            thread: i,
+            cycle: s.break_cycle.load(Relaxed),
+            latency_ns,
+            tracing_stopped: brk.is_some_and(|b| b.tracing_on.is_some()),
+        })
+    })
+}
+
+/// The run's own threats to validity: missed periods, no real-time policy, unpinned
+/// deadline threads, a short run, an interruption by a signal.
+fn run_warnings(
+    cfg: &LatencyConfig,
+    pinned: bool,
+    result: &LatencyResult,
+    by_signal: bool,
+    warnings: &mut Vec<Warning>,
+) {
     let missed: u64 = result.threads.iter().map(|t| t.missed_periods).sum();
     if missed > 0 {
         warnings.push(Warning::MissedPeriods { count: missed });
@@ -717,17 +840,9 @@ pub fn run(
             samples: min_samples,
         });
     }
-    if interrupted && break_event.is_none() {
+    if by_signal {
         warnings.push(Warning::Interrupted);
     }
-    Ok(Outcome {
-        result,
-        warnings,
-        interrupted,
-        elapsed_ns,
-        trace_error,
-        samples,
-    })
 }
 
 fn ledger_placeholder() -> crate::results::Ledger {

@@ -57,6 +57,24 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
     if let Some(line) = d.plant.throttled_line() {
         b.p(&line);
     }
+    b.raw(&axes_table(d));
+    figures(b, i, d);
+    b.raw(&bookkeeping_table(d));
+    if let Some(t) = task_table(d) {
+        b.raw(&t);
+    }
+    explained(
+        b,
+        &i.label,
+        &format!("gimbal controller, {}", i.label),
+        &d.explained,
+    )?;
+    rta(b, d);
+    Ok(())
+}
+
+/// The control quality per axis against the ideal-timing reference.
+fn axes_table(d: &GimbalData) -> String {
     let rows: Vec<Vec<Cell>> = d
         .axes
         .iter()
@@ -74,7 +92,7 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
             ]
         })
         .collect();
-    b.raw(&table(
+    table(
         &[
             "axis",
             "step rad",
@@ -87,11 +105,14 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
             "reference",
         ],
         &rows,
-    ));
-    figures(b, i, d);
+    )
+}
+
+/// The sample, plant and telemetry bookkeeping with the missed samples' causes.
+fn bookkeeping_table(d: &GimbalData) -> String {
     let s = &d.samples;
     let c = &d.controller_cpu_per_sample_ns;
-    b.raw(&table(
+    table(
         &["figure", "value"],
         &[
             vec![
@@ -111,7 +132,9 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
                 num(d.misses.released_late.to_string()),
             ],
             vec![
-                td("plant stalls ≥ 1 ms (another thread ran on its CPU; in the kernel in its sleep call; the hypervisor took the vCPU)"),
+                td(
+                    "plant stalls ≥ 1 ms (another thread ran on its CPU; in the kernel in its sleep call; the hypervisor took the vCPU)",
+                ),
                 num(format!(
                     "{} ({}; {}; {})",
                     d.plant.stalls,
@@ -121,7 +144,9 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
                 )),
             ],
             vec![
-                td("plant throttled (real-time class stopped by the kernel for a throttling window)"),
+                td(
+                    "plant throttled (real-time class stopped by the kernel for a throttling window)",
+                ),
                 num(d.plant.throttled.to_string()),
             ],
             vec![
@@ -168,46 +193,40 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &GimbalData) -> anyhow::Res
                 )),
             ],
         ],
-    ));
-    // Each task's timing, from the app's own accounting.
-    if let Some(tasks) = d.tasks.get("tasks").and_then(|t| t.as_array()) {
-        let rows: Vec<Vec<Cell>> = tasks
-            .iter()
-            .map(|t| {
-                let s = &t["stats"];
-                let n = |k: &str| s[k].as_u64().unwrap_or(0);
-                vec![
-                    td(s["name"].as_str().unwrap_or("?")),
-                    num(t["priority"].as_u64().unwrap_or(0).to_string()),
-                    num(n("releases").to_string()),
-                    num(n("skipped_releases").to_string()),
-                    us(s["exec_mean_ns"].as_f64().unwrap_or(0.0) as u64),
-                    us(n("exec_max_ns")),
-                    num(n("deadline_misses").to_string()),
-                ]
-            })
-            .collect();
-        b.raw(&table(
-            &[
-                "task",
-                "priority",
-                "releases",
-                "skipped",
-                "exec mean µs",
-                "exec max µs",
-                "deadline misses",
-            ],
-            &rows,
-        ));
-    }
-    explained(
-        b,
-        &i.label,
-        &format!("gimbal controller, {}", i.label),
-        &d.explained,
-    )?;
-    rta(b, d);
-    Ok(())
+    )
+}
+
+/// Each task's timing, from the app's own accounting (none when the result has no tasks).
+fn task_table(d: &GimbalData) -> Option<String> {
+    let tasks = d.tasks.get("tasks").and_then(|t| t.as_array())?;
+    let rows: Vec<Vec<Cell>> = tasks
+        .iter()
+        .map(|t| {
+            let s = &t["stats"];
+            let n = |k: &str| s[k].as_u64().unwrap_or(0);
+            vec![
+                td(s["name"].as_str().unwrap_or("?")),
+                num(t["priority"].as_u64().unwrap_or(0).to_string()),
+                num(n("releases").to_string()),
+                num(n("skipped_releases").to_string()),
+                us(s["exec_mean_ns"].as_f64().unwrap_or(0.0) as u64),
+                us(n("exec_max_ns")),
+                num(n("deadline_misses").to_string()),
+            ]
+        })
+        .collect();
+    Some(table(
+        &[
+            "task",
+            "priority",
+            "releases",
+            "skipped",
+            "exec mean µs",
+            "exec max µs",
+            "deadline misses",
+        ],
+        &rows,
+    ))
 }
 
 /// A demo's explained deadline misses (the gimbal's run, each UAV flight): the bars and

@@ -712,58 +712,7 @@ fn latency_section(
             l.overhead.clock_read.max_ns,
             if r.interrupted { " Interrupted: covers only what ran." } else { "" }
         ));
-        let mut rows: Vec<Vec<Cell>> = l
-            .threads
-            .iter()
-            .enumerate()
-            .map(|(n, t)| {
-                let mut row = vec![td(t.cpu.map_or(format!("#{n}"), |c| format!("cpu{c}")))];
-                row.extend(summary_cells(&t.latency.summary));
-                row.push(num(t.missed_periods.to_string()));
-                row.push(num(t.deadline_misses.to_string()));
-                row
-            })
-            .collect();
-        if l.threads.len() > 1 {
-            let mut row = vec![cls("all", "muted")];
-            row.extend(summary_cells(&l.latency_all));
-            row.push(num(l
-                .threads
-                .iter()
-                .map(|t| t.missed_periods)
-                .sum::<u64>()
-                .to_string()));
-            row.push(num(l
-                .threads
-                .iter()
-                .map(|t| t.deadline_misses)
-                .sum::<u64>()
-                .to_string()));
-            rows.push(row);
-        }
-        let mut h = headers(&["thread"]);
-        h.extend(["missed periods", "deadline misses"]);
-        b.raw(&table(&h, &rows));
-        if l.threads.iter().any(|t| t.response.is_some()) {
-            let rows: Vec<Vec<Cell>> = l
-                .threads
-                .iter()
-                .enumerate()
-                .filter_map(|(n, t)| {
-                    let (resp, comp) = (t.response.as_ref()?, t.compute.as_ref()?);
-                    let mut row = vec![
-                        td(t.cpu.map_or(format!("#{n}"), |c| format!("cpu{c}"))),
-                        td("response"),
-                    ];
-                    row.extend(summary_cells(&resp.summary));
-                    let mut row2 = vec![td(""), td("compute step")];
-                    row2.extend(summary_cells(&comp.summary));
-                    Some([row, row2])
-                })
-                .flatten()
-                .collect();
-            b.raw(&table(&headers(&["thread", "what"]), &rows));
-        }
+        thread_tables(b, l);
         b.raw(&ledger_table(&l.ledger));
         b.raw(&warnings_table(&r.warnings));
         if let Some(x) = &l.explain {
@@ -809,26 +758,90 @@ fn latency_section(
         );
     }
     if !traces.is_empty() {
-        let series: Vec<TimeSeries> = traces
+        trace_figures(b, traces)?;
+    }
+    Ok(())
+}
+
+/// The latency summary per thread (and of all threads), and with `--work-us` the response
+/// and compute-step summaries.
+fn thread_tables(b: &mut Builder, l: &LatencyResult) {
+    let mut rows: Vec<Vec<Cell>> = l
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(n, t)| {
+            let mut row = vec![td(t.cpu.map_or(format!("#{n}"), |c| format!("cpu{c}")))];
+            row.extend(summary_cells(&t.latency.summary));
+            row.push(num(t.missed_periods.to_string()));
+            row.push(num(t.deadline_misses.to_string()));
+            row
+        })
+        .collect();
+    if l.threads.len() > 1 {
+        let mut row = vec![cls("all", "muted")];
+        row.extend(summary_cells(&l.latency_all));
+        row.push(num(l
+            .threads
             .iter()
-            .flat_map(|t| t.series.iter().cloned())
+            .map(|t| t.missed_periods)
+            .sum::<u64>()
+            .to_string()));
+        row.push(num(l
+            .threads
+            .iter()
+            .map(|t| t.deadline_misses)
+            .sum::<u64>()
+            .to_string()));
+        rows.push(row);
+    }
+    let mut h = headers(&["thread"]);
+    h.extend(["missed periods", "deadline misses"]);
+    b.raw(&table(&h, &rows));
+    if l.threads.iter().any(|t| t.response.is_some()) {
+        let rows: Vec<Vec<Cell>> = l
+            .threads
+            .iter()
+            .enumerate()
+            .filter_map(|(n, t)| {
+                let (resp, comp) = (t.response.as_ref()?, t.compute.as_ref()?);
+                let mut row = vec![
+                    td(t.cpu.map_or(format!("#{n}"), |c| format!("cpu{c}"))),
+                    td("response"),
+                ];
+                row.extend(summary_cells(&resp.summary));
+                let mut row2 = vec![td(""), td("compute step")];
+                row2.extend(summary_cells(&comp.summary));
+                Some([row, row2])
+            })
+            .flatten()
             .collect();
-        let chunks: Vec<Vec<TimeSeries>> = if series.len() <= 8 {
-            vec![series]
-        } else {
-            traces.iter().map(|t| t.series.clone()).collect()
-        };
-        for (n, chunk) in chunks.into_iter().enumerate() {
-            let svg = plots::time_series("Latency per iteration", &chunk)?;
-            b.fig(
-                &format!("latency-timeseries-{n}"),
-                svg,
-                &format!(
-                    "Wake-up latency of every period in order ({}), log axis, as in the UAV study's figures 3–8; with many periods each point is the maximum of a group of consecutive ones, so spikes stay visible.",
-                    chunk.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", ")
-                ),
-            );
-        }
+        b.raw(&table(&headers(&["thread", "what"]), &rows));
+    }
+}
+
+/// The per-period latency of the `--trace-samples` files over time (one plot, or one per
+/// file when there are more than eight series).
+fn trace_figures(b: &mut Builder, traces: &[Trace]) -> Result<()> {
+    let series: Vec<TimeSeries> = traces
+        .iter()
+        .flat_map(|t| t.series.iter().cloned())
+        .collect();
+    let chunks: Vec<Vec<TimeSeries>> = if series.len() <= 8 {
+        vec![series]
+    } else {
+        traces.iter().map(|t| t.series.clone()).collect()
+    };
+    for (n, chunk) in chunks.into_iter().enumerate() {
+        let svg = plots::time_series("Latency per iteration", &chunk)?;
+        b.fig(
+            &format!("latency-timeseries-{n}"),
+            svg,
+            &format!(
+                "Wake-up latency of every period in order ({}), log axis, as in the UAV study's figures 3–8; with many periods each point is the maximum of a group of consecutive ones, so spikes stay visible.",
+                chunk.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        );
     }
     Ok(())
 }
@@ -990,6 +1003,48 @@ fn micro_section(b: &mut Builder, i: &Input, f: &ResultFile, m: &MicroResult) ->
         o.ns.p50_ns,
         if subtracted { "subtracted from" } else { "included in (not subtracted from)" }
     ));
+    let (bench_table, ranges) = micro_table(m);
+    b.raw(&bench_table);
+    let zs = m
+        .benches
+        .iter()
+        .find(|x| x.id == "sem_give_switch")
+        .and_then(|x| x.cycles);
+    let zn = m
+        .benches
+        .iter()
+        .find(|x| x.id == "sem_give_no_switch")
+        .and_then(|x| x.cycles);
+    if let (Some(a), Some(bb)) = (zs, zn) {
+        b.p(&format!(
+            "Zephyr set: the context switch alone (median of give-with-switch − median of give-without) is {} cycles here (the seed's Galileo Gen 2 under Zephyr: 483 cycles).",
+            a.p50_cycles as i64 - bb.p50_cycles as i64
+        ));
+    }
+    let notes: Vec<Vec<Cell>> = m
+        .benches
+        .iter()
+        .flat_map(|x| {
+            x.notes
+                .iter()
+                .map(move |n| vec![td(&x.id), td(n)])
+                .chain(std::iter::once(vec![td(&x.id), cls(&x.method, "muted")]))
+        })
+        .collect();
+    b.raw(&format!(
+        "<details><summary>Method and notes per benchmark</summary>\n{}</details>\n",
+        table(&["benchmark", "method / note"], &notes)
+    ));
+    b.raw(&warnings_table(&f.warnings));
+    let svg = plots::ranges("Microbenchmark distributions", &ranges, Some(o.ns.p50_ns))?;
+    b.fig(&format!("micro-{}", i.label), svg, "Each benchmark's distribution in ns (log axis): thin line min–max, bar p50–p99, dot median; the vertical line is the timing overhead included in every figure.");
+    Ok(())
+}
+
+/// The table of every benchmark (skipped ones and planned ones with their reason) and the
+/// distributions of those measured, for the plot.
+fn micro_table(m: &MicroResult) -> (String, Vec<Range>) {
+    let o = &m.overhead;
     let mut rows = Vec::new();
     let mut ranges = Vec::new();
     for x in &m.benches {
@@ -1060,7 +1115,7 @@ fn micro_section(b: &mut Builder, i: &Input, f: &ResultFile, m: &MicroResult) ->
             }
         }
     }
-    b.raw(&table(
+    let table = table(
         &[
             "set",
             "benchmark",
@@ -1078,41 +1133,8 @@ fn micro_section(b: &mut Builder, i: &Input, f: &ResultFile, m: &MicroResult) ->
             "perf / op",
         ],
         &rows,
-    ));
-    let zs = m
-        .benches
-        .iter()
-        .find(|x| x.id == "sem_give_switch")
-        .and_then(|x| x.cycles);
-    let zn = m
-        .benches
-        .iter()
-        .find(|x| x.id == "sem_give_no_switch")
-        .and_then(|x| x.cycles);
-    if let (Some(a), Some(bb)) = (zs, zn) {
-        b.p(&format!(
-            "Zephyr set: the context switch alone (median of give-with-switch − median of give-without) is {} cycles here (the seed's Galileo Gen 2 under Zephyr: 483 cycles).",
-            a.p50_cycles as i64 - bb.p50_cycles as i64
-        ));
-    }
-    let notes: Vec<Vec<Cell>> = m
-        .benches
-        .iter()
-        .flat_map(|x| {
-            x.notes
-                .iter()
-                .map(move |n| vec![td(&x.id), td(n)])
-                .chain(std::iter::once(vec![td(&x.id), cls(&x.method, "muted")]))
-        })
-        .collect();
-    b.raw(&format!(
-        "<details><summary>Method and notes per benchmark</summary>\n{}</details>\n",
-        table(&["benchmark", "method / note"], &notes)
-    ));
-    b.raw(&warnings_table(&f.warnings));
-    let svg = plots::ranges("Microbenchmark distributions", &ranges, Some(o.ns.p50_ns))?;
-    b.fig(&format!("micro-{}", i.label), svg, "Each benchmark's distribution in ns (log axis): thin line min–max, bar p50–p99, dot median; the vertical line is the timing overhead included in every figure.");
-    Ok(())
+    );
+    (table, ranges)
 }
 
 fn sysinfo_section(b: &mut Builder, inputs: &[Input]) {

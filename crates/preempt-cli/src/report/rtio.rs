@@ -293,67 +293,7 @@ pub(super) fn section(
         bus_table(b, i, r, bus, &keys)?;
     }
     if !r.sweep.is_empty() {
-        b.h3("Break points (--sweep)");
-        b.p("The per-sample compute (--work-us) is raised until the design first misses an event; a workload that misses is run a second time and counts as missing only if it misses again. Higher is better: the design keeps up with more work per sample.");
-        let rows: Vec<Vec<Cell>> = r
-            .sweep
-            .iter()
-            .map(|p| {
-                let opt =
-                    |v: Option<u32>| v.map_or_else(|| cls("–", "muted"), |v| num(v.to_string()));
-                vec![
-                    td(&p.bus),
-                    num(p.odr_hz.to_string()),
-                    td(&p.extra_streams),
-                    td(if p.design == "rtio" {
-                        "RTIO"
-                    } else {
-                        p.design.as_str()
-                    }),
-                    opt(p.max_sustained_work_us),
-                    opt(p.first_missing_work_us),
-                    num(p.trials.len().to_string()),
-                ]
-            })
-            .collect();
-        b.raw(&table(
-            &[
-                "bus",
-                "ODR Hz",
-                "extra streams",
-                "design",
-                "sustained µs/sample",
-                "first missing µs/sample",
-                "trials",
-            ],
-            &rows,
-        ));
-        let mut buses: Vec<&str> = Vec::new();
-        for p in &r.sweep {
-            if !buses.contains(&p.bus.as_str()) {
-                buses.push(&p.bus);
-            }
-        }
-        for bus in buses {
-            let find = |d: &str| {
-                r.sweep
-                    .iter()
-                    .find(|p| p.bus == bus && p.design == d)
-                    .and_then(|p| p.max_sustained_work_us)
-            };
-            if let (Some(t), Some(x)) = (find("thread"), find("rtio")) {
-                let verdict = match x.cmp(&t) {
-                    std::cmp::Ordering::Greater => {
-                        format!("RTIO sustains {} µs more per sample than threads", x - t)
-                    }
-                    std::cmp::Ordering::Less => {
-                        format!("threads sustain {} µs more per sample than RTIO", t - x)
-                    }
-                    std::cmp::Ordering::Equal => "both designs break at the same workload".into(),
-                };
-                b.p(&format!("{bus} bus: {verdict} ({x} vs {t} µs)."));
-            }
-        }
+        sweep_section(b, r);
     }
     if !r.notes.is_empty() {
         let rows: Vec<Vec<Cell>> = r.notes.iter().map(|n| vec![td(n)]).collect();
@@ -361,6 +301,71 @@ pub(super) fn section(
     }
     b.raw(&super::warnings_table(&f.warnings));
     Ok(())
+}
+
+/// The break points of a `--sweep`: the table, then per bus which design sustains more
+/// work per sample.
+fn sweep_section(b: &mut Builder, r: &RtioBenchResult) {
+    b.h3("Break points (--sweep)");
+    b.p("The per-sample compute (--work-us) is raised until the design first misses an event; a workload that misses is run a second time and counts as missing only if it misses again. Higher is better: the design keeps up with more work per sample.");
+    let rows: Vec<Vec<Cell>> = r
+        .sweep
+        .iter()
+        .map(|p| {
+            let opt = |v: Option<u32>| v.map_or_else(|| cls("–", "muted"), |v| num(v.to_string()));
+            vec![
+                td(&p.bus),
+                num(p.odr_hz.to_string()),
+                td(&p.extra_streams),
+                td(if p.design == "rtio" {
+                    "RTIO"
+                } else {
+                    p.design.as_str()
+                }),
+                opt(p.max_sustained_work_us),
+                opt(p.first_missing_work_us),
+                num(p.trials.len().to_string()),
+            ]
+        })
+        .collect();
+    b.raw(&table(
+        &[
+            "bus",
+            "ODR Hz",
+            "extra streams",
+            "design",
+            "sustained µs/sample",
+            "first missing µs/sample",
+            "trials",
+        ],
+        &rows,
+    ));
+    let mut buses: Vec<&str> = Vec::new();
+    for p in &r.sweep {
+        if !buses.contains(&p.bus.as_str()) {
+            buses.push(&p.bus);
+        }
+    }
+    for bus in buses {
+        let find = |d: &str| {
+            r.sweep
+                .iter()
+                .find(|p| p.bus == bus && p.design == d)
+                .and_then(|p| p.max_sustained_work_us)
+        };
+        if let (Some(t), Some(x)) = (find("thread"), find("rtio")) {
+            let verdict = match x.cmp(&t) {
+                std::cmp::Ordering::Greater => {
+                    format!("RTIO sustains {} µs more per sample than threads", x - t)
+                }
+                std::cmp::Ordering::Less => {
+                    format!("threads sustain {} µs more per sample than RTIO", t - x)
+                }
+                std::cmp::Ordering::Equal => "both designs break at the same workload".into(),
+            };
+            b.p(&format!("{bus} bus: {verdict} ({x} vs {t} µs)."));
+        }
+    }
 }
 
 /// The summary cards of one `rtio_bench` result: missed events and the CPU comparison of a

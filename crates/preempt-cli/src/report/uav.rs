@@ -12,7 +12,7 @@ use super::html::{Cell, num, table, td};
 use super::plots::{self, BoxStat, TimeSeries};
 use crate::results::input::Input;
 use preempt_uav::demo::UavData;
-use preempt_uav::result::Quartiles;
+use preempt_uav::result::{FlightCell, Quartiles};
 
 fn us(ns: u64) -> Cell {
     num(format!("{:.1}", ns as f64 / 1e3))
@@ -71,6 +71,35 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &UavData) -> Result<()> {
             ""
         },
     ));
+    b.raw(&cell_table(d));
+    let flown: Vec<_> = d.cells.iter().filter(|c| c.flown_steps > 0).collect();
+    if flown.is_empty() {
+        return Ok(());
+    }
+    for c in &flown {
+        super::gimbal::explained(
+            b,
+            &format!(
+                "{}-{}",
+                i.label,
+                crate::measure::matrix::slug(&format!("{} {}", c.policy, c.stress))
+            ),
+            &format!(
+                "UAV control task, {} stress {}, {}",
+                c.policy, c.stress, i.label
+            ),
+            &c.explained,
+        )?;
+    }
+    box_figures(b, i, &flown)?;
+    if let Some(w) = crate::results::uav::worst_cell(d) {
+        worst_cell_figures(b, i, w)?;
+    }
+    Ok(())
+}
+
+/// The table of every cell: latency, missed periods, compute and flight quality.
+fn cell_table(d: &UavData) -> String {
     let mm = |m: f64| num(format!("{:.2}", m * 1e3));
     let rows: Vec<Vec<Cell>> = d
         .cells
@@ -101,7 +130,7 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &UavData) -> Result<()> {
             ]
         })
         .collect();
-    b.raw(&table(
+    table(
         &[
             "policy",
             "stress",
@@ -119,26 +148,11 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &UavData) -> Result<()> {
             "crashed",
         ],
         &rows,
-    ));
-    let flown: Vec<_> = d.cells.iter().filter(|c| c.flown_steps > 0).collect();
-    if flown.is_empty() {
-        return Ok(());
-    }
-    for c in &flown {
-        super::gimbal::explained(
-            b,
-            &format!(
-                "{}-{}",
-                i.label,
-                crate::measure::matrix::slug(&format!("{} {}", c.policy, c.stress))
-            ),
-            &format!(
-                "UAV control task, {} stress {}, {}",
-                c.policy, c.stress, i.label
-            ),
-            &c.explained,
-        )?;
-    }
+    )
+}
+
+/// Box plots of release latency and position error, one box per flown cell.
+fn box_figures(b: &mut Builder, i: &Input, flown: &[&FlightCell]) -> Result<()> {
     // The runtime's exact summary (no quartiles: the box is absent, the median a line).
     let lat: Vec<BoxStat> = flown
         .iter()
@@ -172,50 +186,53 @@ pub(super) fn section(b: &mut Builder, i: &Input, d: &UavData) -> Result<()> {
         "Per control step, the distance between the sensed positions of this flight and of \
          the reference; box p25–p75, median, whiskers min–max, dot p99.",
     );
-    if let Some(w) = crate::results::uav::worst_cell(d) {
-        if let Some(s) = &w.series {
-            let k = |t: f32| (f64::from(t) / preempt_uav::control::PERIOD_S).round() as u64;
-            let lat = TimeSeries {
-                label: format!("{} {}", w.policy, w.stress),
-                points: s
-                    .t_s
-                    .iter()
-                    .zip(&s.latency_us)
-                    .map(|(t, l)| (k(*t), (f64::from(*l) * 1e3) as u64))
-                    .collect(),
-            };
-            let err = TimeSeries {
-                label: lat.label.clone(),
-                points: s
-                    .t_s
-                    .iter()
-                    .zip(&s.position_error_m)
-                    .map(|(t, e)| (k(*t), (f64::from(*e) * 1e6) as u64))
-                    .collect(),
-            };
-            b.fig(
-                &format!("uav-worst-latency-{}", i.label),
-                plots::time_series_in(
-                    &format!("Worst cell ({} {}): latency", w.policy, w.stress),
-                    "control step (4 ms)",
-                    "latency (µs, log)",
-                    &[lat],
-                )?,
-                "Release latency of every control step of the cell with the largest RMS \
-                 position error, against the app's 4 ms grid (started a few µs after the \
-                 runtime's, so it under-reads the runtime's figures by that constant offset).",
-            );
-            b.fig(
-                &format!("uav-worst-error-{}", i.label),
-                plots::time_series_in(
-                    &format!("Worst cell ({} {}): position error", w.policy, w.stress),
-                    "control step (4 ms)",
-                    "position error (mm, log)",
-                    &[err],
-                )?,
-                "Its position error against the reference, step by step.",
-            );
-        }
+    Ok(())
+}
+
+/// Time series of latency and position error over the worst cell's flight (when it kept one).
+fn worst_cell_figures(b: &mut Builder, i: &Input, w: &FlightCell) -> Result<()> {
+    if let Some(s) = &w.series {
+        let k = |t: f32| (f64::from(t) / preempt_uav::control::PERIOD_S).round() as u64;
+        let lat = TimeSeries {
+            label: format!("{} {}", w.policy, w.stress),
+            points: s
+                .t_s
+                .iter()
+                .zip(&s.latency_us)
+                .map(|(t, l)| (k(*t), (f64::from(*l) * 1e3) as u64))
+                .collect(),
+        };
+        let err = TimeSeries {
+            label: lat.label.clone(),
+            points: s
+                .t_s
+                .iter()
+                .zip(&s.position_error_m)
+                .map(|(t, e)| (k(*t), (f64::from(*e) * 1e6) as u64))
+                .collect(),
+        };
+        b.fig(
+            &format!("uav-worst-latency-{}", i.label),
+            plots::time_series_in(
+                &format!("Worst cell ({} {}): latency", w.policy, w.stress),
+                "control step (4 ms)",
+                "latency (µs, log)",
+                &[lat],
+            )?,
+            "Release latency of every control step of the cell with the largest RMS \
+             position error, against the app's 4 ms grid (started a few µs after the \
+             runtime's, so it under-reads the runtime's figures by that constant offset).",
+        );
+        b.fig(
+            &format!("uav-worst-error-{}", i.label),
+            plots::time_series_in(
+                &format!("Worst cell ({} {}): position error", w.policy, w.stress),
+                "control step (4 ms)",
+                "position error (mm, log)",
+                &[err],
+            )?,
+            "Its position error against the reference, step by step.",
+        );
     }
     Ok(())
 }
