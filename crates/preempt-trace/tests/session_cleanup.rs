@@ -23,6 +23,14 @@ fn helper() {
     let Ok(mode) = std::env::var(MODE) else {
         return; // not a child: nothing to do
     };
+    if mode == "sigint" {
+        // The case is a Ctrl-C in a terminal, which ends a process by SIGINT's default action.
+        // A test run started in the background by a shell without job control inherits
+        // SIGINT ignored, and the child would wait for ever: restore the default.
+        // SAFETY: `signal` with SIG_DFL installs no handler; no other thread of this child
+        // changes signal dispositions.
+        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+    }
     let session = Session::start(Options {
         cpus: Some(vec![0]),
         ..Options::default()
@@ -73,9 +81,26 @@ fn run_child(mode: &str) -> PathBuf {
         }
         _ => {}
     }
-    let status = child.wait().unwrap();
+    let status = wait_bounded(&mut child, mode);
     assert_eq!(status.success(), mode == "normal", "{mode}: {status:?}");
     dir
+}
+
+/// The child's exit status; a child still alive after 30 s is killed and the test fails
+/// (a hang is a failure, not a stuck CI job).
+fn wait_bounded(child: &mut std::process::Child, mode: &str) -> std::process::ExitStatus {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{mode}: the child did not end within 30 s; killed");
+        }
+        std::thread::park_timeout(Duration::from_millis(20));
+    }
 }
 
 fn gone_soon(dir: &Path) -> bool {
