@@ -21,9 +21,9 @@ use crate::warnings::Warning;
 
 /// `preempt matrix`: the 8 policies x 2 loads experiment, one file per cell and a summary.
 ///
-/// The steps: [`matrix_config`] validates the flags, the session starts, [`matrix::run`]
+/// The steps: `matrix_config` validates the flags, the session starts, `matrix::run`
 /// measures (each cell's file written as it ends), the summaries are written, and
-/// [`check_cells_ran`] turns cells that could not run into the exit code.
+/// `check_cells_ran` turns cells that could not run into the exit code.
 pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
     let cfg = matrix_config(a)?;
     let cpus = cfg.cpus.clone();

@@ -252,8 +252,8 @@ fn latency_step(
 
 /// `preempt run`: returns the exit code.
 ///
-/// The steps: [`prepare_out_dir`], the check, the two latency runs ([`latency_step`]),
-/// [`wakeup_step`], [`micro_step`], then [`finish_report`].
+/// The steps: `prepare_out_dir`, the check, the two latency runs (`latency_step`),
+/// `wakeup_step`, `micro_step`, then `finish_report`.
 pub fn run(args: &RunArgs, argv: Vec<String>) -> Result<u8> {
     prepare_out_dir(args)?;
     let dir = args.out.as_path();

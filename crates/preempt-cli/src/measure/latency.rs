@@ -421,9 +421,9 @@ pub struct Outcome {
 /// with `on_tick(partial, fraction)` every 200 ms; partial results are offered once a
 /// second when `cfg.output` names an export file), and assembles the result.
 ///
-/// The steps: [`open_break_hook`], [`spawn_measuring_threads`] (each runs
-/// [`measuring_thread`]), [`gather_setup`], [`watch_progress`], then [`assemble`] with the
-/// ledger, [`write_trace`] and [`run_warnings`].
+/// The steps: `open_break_hook`, `spawn_measuring_threads` (each runs
+/// `measuring_thread`), `gather_setup`, `watch_progress`, then `assemble` with the
+/// ledger, `write_trace` and `run_warnings`.
 pub fn run(
     cfg: &LatencyConfig,
     work_iterations: u64,
