@@ -21,17 +21,17 @@ use crate::error::usage;
 use crate::results::PolicyRecord;
 
 /// Nanoseconds per microsecond.
-pub const NS_PER_US: u64 = 1_000;
+pub(crate) const NS_PER_US: u64 = 1_000;
 /// Default measuring time when neither `--loops` nor `--duration` is given.
-pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
+pub(crate) const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
 /// Default real-time priority: high, but below the kernel's own priority-99 threads
 /// (migration, watchdog) so the measurement does not starve them.
-pub const DEFAULT_PRIORITY: u8 = 80;
+pub(crate) const DEFAULT_PRIORITY: u8 = 80;
 /// Largest memory `--trace-samples` may preallocate (the buffer is locked in RAM).
 pub const MAX_TRACE_BYTES: u64 = 2 << 30;
 /// SCHED_DEADLINE's smallest runtime: the kernel rejects runtimes below 1024 ns
 /// (`__checkparam_dl`, kernel/sched/deadline.c).
-pub const MIN_DL_RUNTIME_NS: u64 = 1024;
+pub(crate) const MIN_DL_RUNTIME_NS: u64 = 1024;
 
 /// A built-in stressor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -167,7 +167,7 @@ pub fn us_to_ns(value: u64, flag: &str) -> Result<u64> {
 }
 
 /// `value` seconds of the flag `flag` in nanoseconds, refused like [`us_to_ns`].
-pub fn s_to_ns(value: u64, flag: &str) -> Result<u64> {
+pub(crate) fn s_to_ns(value: u64, flag: &str) -> Result<u64> {
     per_unit(value, 1_000_000_000, flag, "s")
 }
 
@@ -181,7 +181,7 @@ fn per_unit(value: u64, ns_per_unit: u64, flag: &str, unit: &str) -> Result<u64>
 }
 
 /// Expands a `--cpus` list and checks every CPU is online.
-pub fn parse_cpus(list: &str, online: &[usize]) -> Result<Vec<usize>> {
+pub(crate) fn parse_cpus(list: &str, online: &[usize]) -> Result<Vec<usize>> {
     let cpus = preempt_io::sys::cpu::parse_cpu_list(list)
         .map_err(|e| usage(format!("--cpus '{list}': {e}; write e.g. 0,2-3")))?;
     if cpus.is_empty() {
@@ -196,7 +196,7 @@ pub fn parse_cpus(list: &str, online: &[usize]) -> Result<Vec<usize>> {
 }
 
 /// `cpu` (given with `flag`) when it is online, else a usage error naming the online CPUs.
-pub fn online_cpu(cpu: usize, flag: &str, online: &[usize]) -> Result<usize> {
+pub(crate) fn online_cpu(cpu: usize, flag: &str, online: &[usize]) -> Result<usize> {
     if online.contains(&cpu) {
         return Ok(cpu);
     }
@@ -225,7 +225,7 @@ pub fn rt_priority(value: i64, policy: &str) -> Result<u8> {
 
 /// The validated scheduling policy of a run, with its record for result files.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyConfig {
+pub(crate) struct PolicyConfig {
     /// What to pass to `sched_setattr`.
     pub policy: Policy,
     /// How it is recorded.
@@ -234,7 +234,7 @@ pub struct PolicyConfig {
 
 impl PolicyConfig {
     /// SCHED_OTHER with a nice value.
-    pub fn other(nice: i32) -> Self {
+    pub(crate) fn other(nice: i32) -> Self {
         Self {
             policy: Policy::Other { nice },
             record: PolicyRecord {
@@ -248,7 +248,7 @@ impl PolicyConfig {
         }
     }
     /// SCHED_FIFO.
-    pub fn fifo(priority: u8) -> Self {
+    pub(crate) fn fifo(priority: u8) -> Self {
         Self {
             policy: Policy::Fifo { priority },
             record: PolicyRecord {
@@ -262,7 +262,7 @@ impl PolicyConfig {
         }
     }
     /// SCHED_RR.
-    pub fn rr(priority: u8) -> Self {
+    pub(crate) fn rr(priority: u8) -> Self {
         Self {
             policy: Policy::RoundRobin { priority },
             record: PolicyRecord {
@@ -272,7 +272,7 @@ impl PolicyConfig {
         }
     }
     /// SCHED_DEADLINE.
-    pub fn deadline(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> Self {
+    pub(crate) fn deadline(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> Self {
         Self {
             policy: Policy::Deadline {
                 runtime_ns,
@@ -290,12 +290,12 @@ impl PolicyConfig {
         }
     }
     /// Whether this is SCHED_DEADLINE (which cannot be pinned to one CPU).
-    pub fn is_deadline(&self) -> bool {
+    pub(crate) fn is_deadline(&self) -> bool {
         matches!(self.policy, Policy::Deadline { .. })
     }
     /// The deadline used for counting misses: `--deadline` for SCHED_DEADLINE, else the
     /// period.
-    pub fn relative_deadline_ns(&self, interval_ns: u64) -> u64 {
+    pub(crate) fn relative_deadline_ns(&self, interval_ns: u64) -> u64 {
         match self.policy {
             Policy::Deadline { deadline_ns, .. } => deadline_ns,
             _ => interval_ns,
@@ -314,7 +314,7 @@ pub struct StressConfig {
 
 impl StressConfig {
     /// Expands `all` and sorts.
-    pub fn new(kinds: &[StressKind], tool: StressTool) -> Self {
+    pub(crate) fn new(kinds: &[StressKind], tool: StressTool) -> Self {
         let mut out: Vec<StressKind> = kinds
             .iter()
             .flat_map(|k| match k {
@@ -334,18 +334,18 @@ impl StressConfig {
         Self { kinds: out, tool }
     }
     /// The heavy level of `matrix`: every kind.
-    pub fn heavy(tool: StressTool) -> Self {
+    pub(crate) fn heavy(tool: StressTool) -> Self {
         Self::new(&[StressKind::All], tool)
     }
     /// Kind names, e.g. `["cpu", "io"]`.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.kinds
             .iter()
             .map(|k| kind_name(*k).to_string())
             .collect()
     }
     /// `builtin` or `stress-ng`.
-    pub fn tool_name(&self) -> &'static str {
+    pub(crate) fn tool_name(&self) -> &'static str {
         match self.tool {
             StressTool::Builtin => "builtin",
             StressTool::StressNg => "stress-ng",
@@ -354,7 +354,7 @@ impl StressConfig {
 }
 
 /// The name of a stress kind.
-pub fn kind_name(k: StressKind) -> &'static str {
+pub(crate) fn kind_name(k: StressKind) -> &'static str {
     match k {
         StressKind::Cpu => "cpu",
         StressKind::Memory => "memory",
@@ -366,7 +366,7 @@ pub fn kind_name(k: StressKind) -> &'static str {
 
 /// Validated output settings.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct OutputConfig {
+pub(crate) struct OutputConfig {
     /// JSON on stdout.
     pub json_stdout: bool,
     /// JSON file.
@@ -379,7 +379,7 @@ pub struct OutputConfig {
 
 /// Validated memory/power settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RtConfig {
+pub(crate) struct RtConfig {
     /// mlockall.
     pub mlock: bool,
     /// Hold /dev/cpu_dma_latency at 0.
@@ -388,7 +388,7 @@ pub struct RtConfig {
 
 /// `--explain[=US]`: which outliers to explain, and where the trace goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainConfig {
+pub(crate) struct ExplainConfig {
     /// Explain samples at or above this latency (`None`: above each thread's p99.9).
     pub threshold_ns: Option<u64>,
     /// `--trace-out FILE`.
@@ -397,7 +397,7 @@ pub struct ExplainConfig {
 
 /// A validated `preempt latency` run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LatencyConfig {
+pub(crate) struct LatencyConfig {
     /// Policy of the measuring threads.
     pub policy: PolicyConfig,
     /// Period.
@@ -427,7 +427,7 @@ pub struct LatencyConfig {
 /// Parameters of one latency measurement, shared by `latency` and each `matrix` cell.
 impl LatencyConfig {
     /// A `matrix` cell: the given policy at `interval_ns` for `duration_ns`.
-    pub fn for_matrix_cell(
+    pub(crate) fn for_matrix_cell(
         policy: PolicyConfig,
         interval_ns: u64,
         duration_ns: u64,
@@ -453,7 +453,7 @@ impl LatencyConfig {
 }
 
 /// The eight policy rows of the UAV paper (seed 001), for a period.
-pub fn matrix_rows(period_ns: u64) -> Vec<(String, PolicyConfig)> {
+pub(crate) fn matrix_rows(period_ns: u64) -> Vec<(String, PolicyConfig)> {
     vec![
         ("SCHED_OTHER nice 0".into(), PolicyConfig::other(0)),
         ("SCHED_OTHER nice -19".into(), PolicyConfig::other(-19)),

@@ -30,24 +30,24 @@ use std::io;
 use preempt_io::sys::sched::Policy;
 
 /// Exit code: success.
-pub const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_OK: u8 = 0;
 /// Exit code: the run failed.
-pub const EXIT_FAILURE: u8 = 1;
+pub(crate) const EXIT_FAILURE: u8 = 1;
 /// Exit code: bad usage.
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code: missing privilege.
-pub const EXIT_PRIVILEGE: u8 = 3;
+pub(crate) const EXIT_PRIVILEGE: u8 = 3;
 /// Exit code: `check` found a failing item.
-pub const EXIT_CHECK_FAILED: u8 = 4;
+pub(crate) const EXIT_CHECK_FAILED: u8 = 4;
 /// Exit code: compare found a regression beyond `--max-ratio`.
 pub const EXIT_REGRESSION: u8 = 5;
 /// Exit code: interrupted by SIGINT (Ctrl-C) after writing partial results (128 + 2).
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 /// Exit code: stopped by SIGTERM after writing partial results (128 + 15).
-pub const EXIT_TERMINATED: u8 = 143;
+pub(crate) const EXIT_TERMINATED: u8 = 143;
 
 /// The exit code of a run stopped by signal `sig`: 143 for SIGTERM, 130 for anything else.
-pub fn exit_code_for_signal(sig: i32) -> u8 {
+pub(crate) fn exit_code_for_signal(sig: i32) -> u8 {
     if sig == 15 {
         // SIGTERM on every Linux architecture (asm-generic/signal.h).
         EXIT_TERMINATED
@@ -140,7 +140,7 @@ pub fn privilege_hint(policy: &Policy) -> String {
 /// Turns a "permission denied" from setting `policy` (shown as `what`) into a
 /// [`PrivilegeError`] naming the exact capability or limit ([`privilege_hint`]); other errors
 /// pass through with context.
-pub fn policy_error(err: io::Error, policy: &Policy, what: &str) -> anyhow::Error {
+pub(crate) fn policy_error(err: io::Error, policy: &Policy, what: &str) -> anyhow::Error {
     if err.kind() == io::ErrorKind::PermissionDenied {
         anyhow::Error::new(PrivilegeError(format!(
             "cannot set {what}: permission denied; {}",

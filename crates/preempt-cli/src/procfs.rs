@@ -8,12 +8,12 @@ use std::fs;
 use std::path::Path;
 
 /// Reads a small text file, trimmed; `None` if it does not exist or cannot be read.
-pub fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
+pub(crate) fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
 /// First "model name" (x86), "Model" or "Hardware" (arm) line of `/proc/cpuinfo`.
-pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
+pub(crate) fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
     for key in ["model name", "Model", "Hardware", "cpu model"] {
         for line in cpuinfo.lines() {
             if let Some((k, v)) = line.split_once(':') {
@@ -39,7 +39,7 @@ pub fn governors(cpus: &[usize]) -> Vec<(usize, String)> {
 }
 
 /// The value of `key=` on a kernel command line (last occurrence wins, as in the kernel).
-pub fn cmdline_value<'a>(cmdline: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn cmdline_value<'a>(cmdline: &'a str, key: &str) -> Option<&'a str> {
     cmdline
         .split_whitespace()
         .take_while(|w| *w != "--")
@@ -49,16 +49,8 @@ pub fn cmdline_value<'a>(cmdline: &'a str, key: &str) -> Option<&'a str> {
         .last()
 }
 
-/// Whether the bare flag `key` (no `=`) is on the command line.
-pub fn cmdline_flag(cmdline: &str, key: &str) -> bool {
-    cmdline
-        .split_whitespace()
-        .take_while(|w| *w != "--")
-        .any(|w| w == key)
-}
-
 /// Parses a CPU list such as `1-3,5` or `managed_irq,domain,2-3` (flags are skipped).
-pub fn parse_cpu_list_lenient(list: &str) -> Vec<usize> {
+pub(crate) fn parse_cpu_list_lenient(list: &str) -> Vec<usize> {
     let mut out = Vec::new();
     for part in list.split(',') {
         let part = part.trim();
@@ -77,7 +69,7 @@ pub fn parse_cpu_list_lenient(list: &str) -> Vec<usize> {
 
 /// A user-space thread running under a real-time policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RtThread {
+pub(crate) struct RtThread {
     /// Thread id.
     pub tid: i32,
     /// Owning process id.
@@ -91,7 +83,7 @@ pub struct RtThread {
 }
 
 /// Parses `/proc/PID/task/TID/stat` into `(comm, flags, rt_priority, policy)`.
-pub fn parse_task_stat(text: &str) -> Option<(String, u64, u32, u32)> {
+pub(crate) fn parse_task_stat(text: &str) -> Option<(String, u64, u32, u32)> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text[open + 1..close].to_string();
@@ -109,7 +101,7 @@ pub fn parse_task_stat(text: &str) -> Option<(String, u64, u32, u32)> {
 
 /// User-space threads (not kernel threads) under SCHED_FIFO/RR/DEADLINE, except those of
 /// process `exclude_pid`.
-pub fn foreign_rt_threads(exclude_pid: i32) -> Vec<RtThread> {
+pub(crate) fn foreign_rt_threads(exclude_pid: i32) -> Vec<RtThread> {
     const PF_KTHREAD: u64 = 0x0020_0000; // include/linux/sched.h
     let mut out = Vec::new();
     let Ok(procs) = fs::read_dir("/proc") else {
@@ -149,7 +141,7 @@ pub fn foreign_rt_threads(exclude_pid: i32) -> Vec<RtThread> {
 }
 
 /// Size in bytes of the largest cache of CPU 0 (the last-level cache), if sysfs tells.
-pub fn last_level_cache_bytes() -> Option<u64> {
+pub(crate) fn last_level_cache_bytes() -> Option<u64> {
     let mut best = None;
     for index in 0..8 {
         let Some(size) = read_trimmed(format!(
@@ -178,8 +170,6 @@ mod tests {
         let c = "quiet isolcpus=2-3 nohz_full=2,3 isolcpus=managed_irq,3 nosmt -- init-arg nosmt2";
         assert_eq!(cmdline_value(c, "isolcpus"), Some("managed_irq,3"));
         assert_eq!(cmdline_value(c, "rcu_nocbs"), None);
-        assert!(cmdline_flag(c, "nosmt"));
-        assert!(!cmdline_flag(c, "nosmt2"));
         assert_eq!(
             parse_cpu_list_lenient("managed_irq,domain,2-4,7"),
             vec![2, 3, 4, 7]

@@ -21,11 +21,6 @@ impl Progress {
         }
     }
 
-    /// Whether the bar is drawn.
-    pub fn is_enabled(&self) -> bool {
-        self.enabled
-    }
-
     /// Redraws the bar at `fraction` (0..=1) with a status text.
     pub fn update(&mut self, fraction: f64, status: &str) {
         if !self.enabled {

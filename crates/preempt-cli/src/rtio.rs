@@ -60,7 +60,7 @@ pub fn groups(cfg: &Config) -> Vec<Config> {
 }
 
 /// The settings record of a run, from the benchmark's validated configuration.
-pub fn settings(cfg: &Config) -> RtioSettings {
+pub(crate) fn settings(cfg: &Config) -> RtioSettings {
     RtioSettings {
         mode: if cfg.sweep { "sweep" } else { "table" }.into(),
         duration_per_cell_ns: cfg.duration_ns,
@@ -82,12 +82,12 @@ pub fn settings(cfg: &Config) -> RtioSettings {
 }
 
 /// A failed benchmark call as an `anyhow` error (exit code 1).
-pub fn bench_error(e: std::io::Error) -> anyhow::Error {
+pub(crate) fn bench_error(e: std::io::Error) -> anyhow::Error {
     anyhow::Error::new(e).context("rtio-bench: a cell failed")
 }
 
 /// Threats to validity the cells themselves show.
-pub fn cell_warnings(r: &RtioBenchResult) -> Vec<WarningRecord> {
+pub(crate) fn cell_warnings(r: &RtioBenchResult) -> Vec<WarningRecord> {
     let mut out = Vec::new();
     let refused = r.cells.iter().filter(|c| !c.consumer_sched_fifo).count();
     if refused > 0 {

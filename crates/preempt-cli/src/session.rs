@@ -144,18 +144,18 @@ impl Session {
     }
 
     /// Prints the warnings so far with this command's hints.
-    pub fn print_warnings(&self) {
+    pub(crate) fn print_warnings(&self) {
         crate::warnings::print_in(&self.warnings, self.hints_for);
     }
 
     /// Adds the machine's threats to validity for a run on `cpus` (governor, SMT, isolation...).
-    pub fn add_machine_warnings(&mut self, cpus: &[usize]) {
+    pub(crate) fn add_machine_warnings(&mut self, cpus: &[usize]) {
         let w = sysinfo::machine_warnings(&self.info, cpus);
         self.warnings.extend(w);
     }
 
     /// Whether the run writes any file (partial results are only built when it does).
-    pub fn writes_files(&self) -> bool {
+    pub(crate) fn writes_files(&self) -> bool {
         !self.sink.is_empty()
     }
 

@@ -31,7 +31,7 @@ use crate::config::{StressConfig, StressKind, StressTool, kind_name};
 use crate::procfs;
 
 /// Safety net on the worker's life when the parent forgets to stop it: one day.
-pub const DEFAULT_TIMEOUT_S: u64 = 86_400;
+pub(crate) const DEFAULT_TIMEOUT_S: u64 = 86_400;
 
 /// A running stress process; killed and reaped on drop.
 #[derive(Debug)]
@@ -44,7 +44,7 @@ pub struct StressGuard {
 impl StressGuard {
     /// Starts the stressors of `cfg` (returns `None` when none are configured) and waits
     /// until they run.
-    pub fn start(cfg: &StressConfig) -> Result<Option<Self>> {
+    pub(crate) fn start(cfg: &StressConfig) -> Result<Option<Self>> {
         if cfg.kinds.is_empty() {
             return Ok(None);
         }
@@ -130,7 +130,7 @@ fn stress_ng_command(kinds: &[StressKind]) -> Result<Command> {
 }
 
 /// The worker process: runs the stressors until killed or `timeout_s` passes.
-pub fn run_worker(kinds: &[StressKind], timeout_s: u64) -> Result<()> {
+pub(crate) fn run_worker(kinds: &[StressKind], timeout_s: u64) -> Result<()> {
     let cfg = StressConfig::new(kinds, StressTool::Builtin);
     let n = cpu::online_cpus().map(|c| c.len()).unwrap_or(1).max(1);
     let stop = Arc::new(AtomicBool::new(false));
@@ -272,7 +272,7 @@ fn message_group(g: usize, stop: &Arc<AtomicBool>) -> Result<Vec<std::thread::Jo
 }
 
 /// The label of a stress configuration for tables: `idle` or the kinds.
-pub fn label(cfg: &StressConfig) -> String {
+pub(crate) fn label(cfg: &StressConfig) -> String {
     if cfg.kinds.is_empty() {
         "idle".into()
     } else {

@@ -8,7 +8,7 @@ use crate::results::SysInfo;
 use crate::warnings::Warning;
 
 /// Short lowercase name of a preemption model, as stored in result files.
-pub fn model_name(model: kernel::PreemptModel) -> &'static str {
+pub(crate) fn model_name(model: kernel::PreemptModel) -> &'static str {
     match model {
         kernel::PreemptModel::Unknown => "unknown",
         kernel::PreemptModel::None => "none",
@@ -51,7 +51,7 @@ pub fn collect(argv: Vec<String>) -> SysInfo {
 }
 
 /// Warnings about the machine itself (kernel, governor, VM, SMT) for the measured CPUs.
-pub fn machine_warnings(info: &SysInfo, measured_cpus: &[usize]) -> Vec<Warning> {
+pub(crate) fn machine_warnings(info: &SysInfo, measured_cpus: &[usize]) -> Vec<Warning> {
     let mut out = Vec::new();
     if info.preempt_model != "rt" {
         out.push(Warning::NotPreemptRt {
@@ -100,7 +100,7 @@ pub fn machine_warnings(info: &SysInfo, measured_cpus: &[usize]) -> Vec<Warning>
 }
 
 /// The SMT siblings of `cpu` (including itself), from sysfs topology.
-pub fn smt_siblings(cpu: usize) -> Vec<usize> {
+pub(crate) fn smt_siblings(cpu: usize) -> Vec<usize> {
     procfs::read_trimmed(format!(
         "/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
     ))

@@ -132,7 +132,7 @@ impl Warning {
     }
 
     /// [`Warning::to_record`] with the hint of `command` ([`Warning::hint_in`]).
-    pub fn to_record_in(&self, command: &str) -> WarningRecord {
+    pub(crate) fn to_record_in(&self, command: &str) -> WarningRecord {
         WarningRecord {
             hint: self.hint_in(command),
             ..self.to_record()
@@ -208,7 +208,7 @@ impl Warning {
     }
 
     /// The record stored in result files.
-    pub fn to_record(&self) -> WarningRecord {
+    pub(crate) fn to_record(&self) -> WarningRecord {
         WarningRecord {
             code: self.code().into(),
             message: self.to_string(),
@@ -299,7 +299,7 @@ pub fn print(warnings: &[Warning]) {
 }
 
 /// Prints `warnings` with the hints of `command` ([`Warning::hint_in`]).
-pub fn print_in(warnings: &[Warning], command: &str) {
+pub(crate) fn print_in(warnings: &[Warning], command: &str) {
     for w in warnings {
         eprintln!("warning: {w}\n  hint: {}", w.hint_in(command));
     }

@@ -18,7 +18,7 @@ use crate::warnings::Warning;
 /// `preempt check`: the audit, its table (or JSON), the result file and the history. Ctrl-C
 /// or SIGTERM stops the measured item (the others only read files): what was found is
 /// written, marked interrupted, and the exit is 130/143 as for every measuring command.
-pub fn run(a: &CheckArgs, argv: Vec<String>) -> Result<u8> {
+pub(crate) fn run(a: &CheckArgs, argv: Vec<String>) -> Result<u8> {
     let mut session = Session::start(
         "check",
         argv,

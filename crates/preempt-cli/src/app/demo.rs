@@ -23,7 +23,7 @@ use crate::stress::{self, StressGuard};
 use crate::warnings::Warning;
 
 /// Runs the demo; returns the exit code.
-pub fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
+pub(crate) fn run(a: &GimbalArgs, argv: Vec<String>) -> Result<u8> {
     let duration_ns = config::parse_duration_ns(&a.duration)?;
     let mut cfg = DemoConfig::new(&a.out);
     cfg.duration_s = duration_ns as f64 / 1e9;

@@ -40,7 +40,7 @@ const TABLE_HEADER: &str =
     "  thread   samples   min_us   p50_us   p90_us   p99_us p99.9_us p99.99us    max_us  max@cycle";
 
 /// `preempt latency`: measures, prints the table, writes the files, records the history.
-pub fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
+pub(crate) fn run(a: &LatencyArgs, argv: Vec<String>) -> Result<u8> {
     let cfg = LatencyConfig::from_args(a, &online()?)?;
     let trace_out = cfg.explain.as_ref().and_then(|e| e.trace_out.as_deref());
     // Before measuring: every output, --trace-out too, is checked (without creating or

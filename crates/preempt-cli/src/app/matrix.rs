@@ -24,7 +24,7 @@ use crate::warnings::Warning;
 /// The steps: `matrix_config` validates the flags, the session starts, `matrix::run`
 /// measures (each cell's file written as it ends), the summaries are written, and
 /// `check_cells_ran` turns cells that could not run into the exit code.
-pub fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
+pub(crate) fn run(a: &MatrixArgs, argv: Vec<String>) -> Result<u8> {
     let cfg = matrix_config(a)?;
     let cpus = cfg.cpus.clone();
     let output = OutputConfig::from(&a.output);

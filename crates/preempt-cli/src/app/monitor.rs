@@ -34,7 +34,7 @@ use crate::{check, measure, sysinfo};
 const POLL_NS: u64 = 200_000_000;
 
 /// Runs `preempt monitor`.
-pub fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
+pub(crate) fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
     let online = preempt_io::sys::cpu::online_cpus().context("cannot read the online CPUs")?;
     let cpus = match &a.cpus {
         Some(list) => parse_cpus(list, &online)?,

@@ -20,7 +20,7 @@ use crate::{measure, sysinfo};
 use preempt_io::sys::sched::Policy;
 
 /// `preempt rtio-bench`: returns the exit code.
-pub fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
+pub(crate) fn run(args: &RtioBenchArgs, argv: Vec<String>) -> Result<u8> {
     // Validate every flag before anything runs (the benchmark repeats this per group).
     let cfg = Config::from_args(&args.bench).map_err(usage)?;
     let session = Session::start(

@@ -35,7 +35,7 @@ use crate::warnings::Warning;
 
 /// Durations and sample counts of a preset.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Preset {
+pub(crate) struct Preset {
     /// Name.
     pub name: &'static str,
     /// Duration of each latency run, seconds.
@@ -52,7 +52,7 @@ pub struct Preset {
 
 impl Preset {
     /// The preset the flags select.
-    pub fn of(a: &RunArgs) -> Self {
+    pub(crate) fn of(a: &RunArgs) -> Self {
         if a.quick {
             Self {
                 name: "quick",
@@ -85,7 +85,7 @@ impl Preset {
 
     /// Estimated seconds of each step, for the progress bar: check, latency idle, latency
     /// stress, wakeup (4 sources + gpio × 2 loads), micro, report.
-    pub fn weights(&self) -> [f64; 6] {
+    pub(crate) fn weights(&self) -> [f64; 6] {
         let wake = 8.0 * self.wakeup_samples as f64 * self.wakeup_interval_us as f64 / 1e6;
         [
             1.0,
@@ -99,7 +99,7 @@ impl Preset {
 }
 
 /// The files of a suite run, relative to the output directory.
-pub const FILES: [&str; 5] = [
+pub(crate) const FILES: [&str; 5] = [
     "check.json",
     "latency-idle.json",
     "latency-stress.json",
@@ -107,7 +107,7 @@ pub const FILES: [&str; 5] = [
     "micro.json",
 ];
 /// Trace files of the two latency runs.
-pub const TRACES: [&str; 2] = ["latency-idle-trace.csv", "latency-stress-trace.csv"];
+pub(crate) const TRACES: [&str; 2] = ["latency-idle-trace.csv", "latency-stress-trace.csv"];
 
 struct Bar {
     progress: Progress,

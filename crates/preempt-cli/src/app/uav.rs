@@ -31,7 +31,7 @@ use crate::warnings::Warning;
 use crate::{measure, stress};
 
 /// The study's eight policy rows (seed 001), as `--policy` spells them.
-pub const MATRIX_POLICIES: [&str; 8] = [
+pub(crate) const MATRIX_POLICIES: [&str; 8] = [
     "other:0",
     "other:-19",
     "rr:50",
@@ -47,7 +47,7 @@ pub const MATRIX_POLICIES: [&str; 8] = [
 ///
 /// # Errors
 /// A message naming the flag and the accepted forms.
-pub fn policy_row(spec: &str) -> Result<PolicyRow, String> {
+pub(crate) fn policy_row(spec: &str) -> Result<PolicyRow, String> {
     let bad = || {
         format!(
             "--policy {spec}: expected fifo:1..99, rr:1..99, other:-20..19 or deadline:RUNTIME_US \
@@ -94,7 +94,7 @@ pub fn policy_row(spec: &str) -> Result<PolicyRow, String> {
 }
 
 /// Runs the demo; returns the exit code.
-pub fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
+pub(crate) fn run(a: &UavArgs, argv: Vec<String>) -> Result<u8> {
     let mut cfg = FlightConfig::new(&a.out);
     if let Some(d) = &a.duration {
         cfg.duration_s = config::parse_duration_ns(d)? as f64 / 1e9;

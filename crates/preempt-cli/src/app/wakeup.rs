@@ -19,7 +19,7 @@ use crate::stats::summary::us;
 use crate::warnings::Warning;
 
 /// `preempt wakeup`: wake-up latency per event source and load.
-pub fn run(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
+pub(crate) fn run(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
     let online = online()?;
     let priority = config::rt_priority(a.priority, "SCHED_FIFO")?;
     if priority < 2 {

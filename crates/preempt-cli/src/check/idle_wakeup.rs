@@ -346,7 +346,7 @@ pub fn probe(isolated: &[usize], stop: &AtomicBool) -> (CheckItem, Option<IdleWa
 }
 
 /// The item's id.
-pub const ID: &str = "idle-wakeup";
+pub(crate) const ID: &str = "idle-wakeup";
 const TITLE: &str = "Wake-up from idle (measured)";
 
 /// The item for a measured probe: a warning when waking from idle costs more than

@@ -56,7 +56,7 @@ pub fn run(stop: &AtomicBool) -> CheckReport {
 
 /// Runs every check that only reads the machine: what `preempt monitor` re-runs while its
 /// own real-time loops measure, which a probe's SCHED_FIFO wake-ups would disturb.
-pub fn run_without_probes() -> CheckReport {
+pub(crate) fn run_without_probes() -> CheckReport {
     let cmdline = read_trimmed("/proc/cmdline").unwrap_or_default();
     let online = cpu::online_cpus().unwrap_or_default();
     let isolated = isolated_cpus(&cmdline);
@@ -87,7 +87,7 @@ pub fn run_without_probes() -> CheckReport {
 }
 
 /// Whether any item failed.
-pub fn has_failures(report: &CheckReport) -> bool {
+pub(crate) fn has_failures(report: &CheckReport) -> bool {
     report.items.iter().any(|i| i.status == Status::Fail)
 }
 

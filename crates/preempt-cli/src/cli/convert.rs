@@ -37,7 +37,7 @@ impl From<&RtArgs> for RtConfig {
 
 impl LatencyConfig {
     /// Validates `preempt latency` arguments against the online CPUs.
-    pub fn from_args(a: &LatencyArgs, online: &[usize]) -> Result<Self> {
+    pub(crate) fn from_args(a: &LatencyArgs, online: &[usize]) -> Result<Self> {
         if a.interval == 0 {
             return Err(usage("--interval must be at least 1 us"));
         }

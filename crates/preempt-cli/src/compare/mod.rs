@@ -66,7 +66,7 @@ pub enum Metric {
 }
 
 /// Every metric with its name on the command line.
-pub const METRICS: [(Metric, &str); 8] = [
+pub(crate) const METRICS: [(Metric, &str); 8] = [
     (Metric::Min, "min"),
     (Metric::Mean, "mean"),
     (Metric::P50, "p50"),
@@ -322,7 +322,7 @@ fn disambiguate(mut figs: Vec<Figure>) -> Vec<Figure> {
 
 /// Why an input is partial, if it is: `complete: false` (the writer never finished) or
 /// `interrupted` (Ctrl-C, SIGTERM, `--break-at`).
-pub fn partial_reason(i: &Input) -> Option<String> {
+pub(crate) fn partial_reason(i: &Input) -> Option<String> {
     let Loaded::Result(r) = &i.loaded else {
         return None;
     };
@@ -394,7 +394,7 @@ pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
 }
 
 /// Formats ns for humans: `850 ns`, `12.3 µs`, `4.20 ms`.
-pub fn fmt_ns(v: f64) -> String {
+pub(crate) fn fmt_ns(v: f64) -> String {
     if v < 10_000.0 {
         format!("{v:.0} ns")
     } else if v < 10_000_000.0 {
@@ -542,7 +542,7 @@ pub fn gate(baseline: &Run, run: &Run, limits: &[(Metric, f64)]) -> (Vec<Regress
 }
 
 /// `v / base` for the gate: a rise from 0 is infinitely worse, 0 to 0 is no change.
-pub fn ratio_of(base: f64, v: f64) -> f64 {
+pub(crate) fn ratio_of(base: f64, v: f64) -> f64 {
     if base > 0.0 {
         v / base
     } else if v > 0.0 {
@@ -553,12 +553,12 @@ pub fn ratio_of(base: f64, v: f64) -> f64 {
 }
 
 /// A ratio as `1.23x`, or `–` when there is none.
-pub fn ratio_text(r: Option<f64>) -> String {
+pub(crate) fn ratio_text(r: Option<f64>) -> String {
     r.map_or("–".into(), |r| format!("{r:.2}x"))
 }
 
 /// The terminal table's header: one column per run.
-pub fn print_header(
+pub(crate) fn print_header(
     out: &mut impl Write,
     runs: &[Run],
     w: usize,
@@ -576,7 +576,7 @@ pub fn print_header(
 }
 
 /// The terminal table: one row per figure and statistic, ratios to the first run.
-pub fn print_table(
+pub(crate) fn print_table(
     out: &mut impl Write,
     runs: &[Run],
     rows: &[Row],
@@ -660,7 +660,7 @@ fn ratio_cell(r: Option<f64>, higher_is_better: bool) -> Cell {
 }
 
 /// The comparison as a self-contained HTML page.
-pub fn html_page(
+pub(crate) fn html_page(
     runs: &[Run],
     rows: &[Row],
     quantities: &[rtio::ScalarRow],

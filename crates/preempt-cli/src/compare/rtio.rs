@@ -65,7 +65,7 @@ pub enum Quantity {
 
 impl Quantity {
     /// Every quantity of a table cell, in table order.
-    pub const CELL: [Quantity; 9] = [
+    pub(crate) const CELL: [Quantity; 9] = [
         Quantity::ConsumerCpuPct,
         Quantity::ProcessCpuPct,
         Quantity::LatencyP50,
@@ -149,7 +149,7 @@ pub struct Scalar {
 }
 
 /// The numbers of one input (none for inputs that are not rtio-bench results).
-pub fn scalars_of(i: &Input) -> Vec<Scalar> {
+pub(crate) fn scalars_of(i: &Input) -> Vec<Scalar> {
     let Loaded::Result(f) = &i.loaded else {
         return Vec::new();
     };
@@ -240,7 +240,7 @@ fn gimbal_scalars(d: &preempt_gimbal::result::GimbalData) -> Vec<Scalar> {
 
 /// Makes `(key, quantity)` unique within a run: when two inputs of one run (a directory with
 /// two rtio-bench files) have the same cell, each key gets its input's label.
-pub fn disambiguate(per_input: Vec<(String, Vec<Scalar>)>) -> Vec<Scalar> {
+pub(crate) fn disambiguate(per_input: Vec<(String, Vec<Scalar>)>) -> Vec<Scalar> {
     let all: Vec<(&str, &Scalar)> = per_input
         .iter()
         .flat_map(|(l, s)| s.iter().map(move |s| (l.as_str(), s)))
@@ -270,7 +270,7 @@ pub fn disambiguate(per_input: Vec<(String, Vec<Scalar>)>) -> Vec<Scalar> {
 
 /// One row of the quantities table.
 #[derive(Debug, Clone, Serialize)]
-pub struct ScalarRow {
+pub(crate) struct ScalarRow {
     /// Cell or break point.
     pub figure: String,
     /// Which number.
@@ -283,7 +283,7 @@ pub struct ScalarRow {
 
 /// The rows of every `(key, quantity)` present in at least two runs, in first-seen order,
 /// filtered by the `--only` prefixes.
-pub fn rows(runs: &[&[Scalar]], only: &[String]) -> Vec<ScalarRow> {
+pub(crate) fn rows(runs: &[&[Scalar]], only: &[String]) -> Vec<ScalarRow> {
     let mut keys: Vec<(&str, Quantity)> = Vec::new();
     for r in runs {
         for s in *r {

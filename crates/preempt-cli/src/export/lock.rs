@@ -25,7 +25,7 @@ use preempt_io::sys::fdio;
 use crate::error::usage;
 
 /// The lock file's name inside the locked directory.
-pub const LOCK_FILE: &str = ".preempt.lock";
+pub(crate) const LOCK_FILE: &str = ".preempt.lock";
 
 /// An output directory held by this run until dropped.
 #[derive(Debug)]
@@ -48,7 +48,7 @@ impl DirLock {
     ///
     /// # Errors
     /// Held by another run; or the lock file cannot be opened (naming it).
-    pub fn acquire(dir: &Path, flag: &str) -> Result<DirLock> {
+    pub(crate) fn acquire(dir: &Path, flag: &str) -> Result<DirLock> {
         let path = dir.join(LOCK_FILE);
         loop {
             let mut file = fs::OpenOptions::new()

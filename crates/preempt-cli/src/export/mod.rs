@@ -68,7 +68,7 @@ impl Sink {
 
     /// Checks that every destination can be written, before a run starts, so a typo or a
     /// read-only place does not cost a measurement ([`check_writable`]).
-    pub fn preflight(&self) -> Result<()> {
+    pub(crate) fn preflight(&self) -> Result<()> {
         for (path, _) in &self.targets {
             check_writable(path)?;
         }
@@ -136,7 +136,7 @@ pub fn check_writable(path: &Path) -> Result<()> {
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
 /// readers never see a half-written file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -158,7 +158,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Creates `dir` (and its parents) for output, handed over like the files in it
 /// ([`hand_over`]).
-pub fn create_output_dir(dir: &Path) -> Result<()> {
+pub(crate) fn create_output_dir(dir: &Path) -> Result<()> {
     let mut missing = Vec::new();
     let mut d = Some(dir);
     while let Some(p) = d.filter(|p| !p.as_os_str().is_empty() && !p.exists()) {

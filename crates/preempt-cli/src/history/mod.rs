@@ -91,7 +91,7 @@ pub struct History {
 }
 
 /// Schema version stored in `PRAGMA user_version`.
-pub const DB_VERSION: i64 = 1;
+pub(crate) const DB_VERSION: i64 = 1;
 
 impl History {
     /// Opens (creating if needed) the database at `path`.
@@ -300,7 +300,7 @@ pub fn record_quietly(args: &HistoryConfig, r: &ResultFile, source: Option<&Path
 
 /// [`History::replace`] of run `id` in the database `args` names; a failure is said on stderr,
 /// never fails the run (as [`record_quietly`]).
-pub fn replace_quietly(args: &HistoryConfig, id: i64, r: &ResultFile) {
+pub(crate) fn replace_quietly(args: &HistoryConfig, id: i64, r: &ResultFile) {
     let Some(path) = args.path() else { return };
     if let Err(e) = History::open(&path).and_then(|h| h.replace(id, r)) {
         eprintln!("preempt: run #{id} in the history keeps its first record: {e:#}");
@@ -309,7 +309,7 @@ pub fn replace_quietly(args: &HistoryConfig, id: i64, r: &ResultFile) {
 
 /// `YYYY-MM-DD HH:MM:SS` in UTC from ms since the epoch (civil-from-days, Howard Hinnant's
 /// algorithm, so no date crate is needed for one column).
-pub fn utc(ms: u64) -> String {
+pub(crate) fn utc(ms: u64) -> String {
     let secs = ms / 1_000;
     let days = i64::try_from(secs / 86_400).unwrap_or(0);
     let rem = secs % 86_400;

@@ -28,7 +28,7 @@ const RETAIN_MARGIN_NS: u64 = 5_000_000_000;
 /// Not permitted to use tracefs: a [`PrivilegeError`](crate::error::PrivilegeError) (exit 3)
 /// naming the fix and that the measurement runs without `--explain`; tracefs missing from
 /// the kernel or a fault: exit 1, likewise named.
-pub fn start(cfg: &LatencyConfig) -> Result<preempt_trace::Session> {
+pub(crate) fn start(cfg: &LatencyConfig) -> Result<preempt_trace::Session> {
     try_start(cfg).map_err(|e| match e {
         preempt_trace::Error::Permission(_) => anyhow::Error::new(crate::error::PrivilegeError(
             format!("--explain: {e}; or measure without --explain"),
@@ -44,7 +44,9 @@ pub fn start(cfg: &LatencyConfig) -> Result<preempt_trace::Session> {
 ///
 /// # Errors
 /// tracefs missing or not permitted ([`preempt_trace::Error::is_unavailable`]), or a fault.
-pub fn try_start(cfg: &LatencyConfig) -> Result<preempt_trace::Session, preempt_trace::Error> {
+pub(crate) fn try_start(
+    cfg: &LatencyConfig,
+) -> Result<preempt_trace::Session, preempt_trace::Error> {
     let run_ns = cfg.releases.saturating_mul(cfg.interval_ns);
     preempt_trace::Session::start(preempt_trace::Options {
         cpus: Some(cfg.cpus.clone()),
@@ -56,7 +58,7 @@ pub fn try_start(cfg: &LatencyConfig) -> Result<preempt_trace::Session, preempt_
 /// What [`explain_run`] found: the lines to print, and the `--trace-out` trace to write once
 /// the run's own results are saved ([`write_trace_out`]).
 #[derive(Debug, Default)]
-pub struct Explained {
+pub(crate) struct Explained {
     /// The summary lines (at most five causes).
     pub lines: Vec<String>,
     /// The explained windows as a Chrome/Perfetto trace, when `--trace-out` was given.
@@ -67,7 +69,7 @@ pub struct Explained {
 /// lines (at most five) to print and the `--trace-out` trace. Nothing here can fail: the
 /// trace is written by [`write_trace_out`] after the run's results, so that an optional
 /// output never costs the measurement.
-pub fn explain_run(
+pub(crate) fn explain_run(
     session: &preempt_trace::Session,
     ex: &ExplainConfig,
     result: &mut LatencyResult,

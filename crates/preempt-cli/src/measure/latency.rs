@@ -381,7 +381,7 @@ struct ThreadEnd {
 
 /// What the environment did for the run (for the settings record).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct EnvFacts {
+pub(crate) struct EnvFacts {
     /// mlockall succeeded.
     pub mlock: bool,
     /// /dev/cpu_dma_latency target held.
@@ -424,7 +424,7 @@ pub struct Outcome {
 /// The steps: `open_break_hook`, `spawn_measuring_threads` (each runs
 /// `measuring_thread`), `gather_setup`, `watch_progress`, then `assemble` with the
 /// ledger, `write_trace` and `run_warnings`.
-pub fn run(
+pub(crate) fn run(
     cfg: &LatencyConfig,
     work_iterations: u64,
     env: EnvFacts,

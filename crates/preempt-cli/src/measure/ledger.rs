@@ -17,20 +17,20 @@ use crate::results::{Ledger, LedgerEntry};
 
 /// Steal above this share of the measured CPUs' time contaminates a run: the hypervisor took
 /// the vCPU away long enough to matter.
-pub const STEAL_LIMIT_PCT: f64 = 0.5;
+pub(crate) const STEAL_LIMIT_PCT: f64 = 0.5;
 /// Foreign busy time above this share of the measured CPUs (without requested stress) means
 /// other work competed with the measurement.
-pub const FOREIGN_BUSY_LIMIT_PCT: f64 = 20.0;
+pub(crate) const FOREIGN_BUSY_LIMIT_PCT: f64 = 20.0;
 
 /// `/proc/stat` and the RT-thread scan at the start of a run.
 #[derive(Debug, Clone)]
-pub struct Probe {
+pub(crate) struct Probe {
     times: procstat::Snapshot,
 }
 
 impl Probe {
     /// Samples now.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self {
             times: procstat::read().unwrap_or_default(),
         }
@@ -70,7 +70,7 @@ pub struct Observations {
 
 impl Probe {
     /// Closes the probe and judges the run.
-    pub fn finish(&self, facts: &RunFacts) -> Ledger {
+    pub(crate) fn finish(&self, facts: &RunFacts) -> Ledger {
         let end = procstat::read().unwrap_or_default();
         let mut d = CpuTimes::default();
         for (cpu, t) in &end {
@@ -118,7 +118,7 @@ impl Probe {
 
 /// The ledger's virtualisation line: a virtual machine or an emulated CPU (label of
 /// [`crate::virt::Finding`]) always contaminates a run, so no verdict from one says `clean`.
-pub fn virtualization_entry(virtualization: Option<&str>) -> LedgerEntry {
+pub(crate) fn virtualization_entry(virtualization: Option<&str>) -> LedgerEntry {
     LedgerEntry {
         name: "virtualization".into(),
         value: virtualization.unwrap_or("bare metal").into(),
@@ -236,13 +236,13 @@ fn verdict_of(entries: &[LedgerEntry]) -> String {
 }
 
 /// The summary line naming the throttled stretches of a traced run (None: there were none).
-pub fn throttled_line(stretches: &[Stretch]) -> Option<String> {
+pub(crate) fn throttled_line(stretches: &[Stretch]) -> Option<String> {
     (!stretches.is_empty()).then(|| format!("THROTTLED: {}", describe_throttled(stretches)))
 }
 
 /// Puts what the kernel trace saw of throttling into the ledger's `throttling` entry (it
 /// replaces the stall-size guess) and the verdict: any stretch contaminates the run.
-pub fn note_throttled(ledger: &mut Ledger, stretches: &[Stretch]) {
+pub(crate) fn note_throttled(ledger: &mut Ledger, stretches: &[Stretch]) {
     // Windows the threads counted from schedstat stay named if the trace saw none (lost
     // events): the two sources do not contradict, one of them missed it.
     let counted = ledger

@@ -22,7 +22,7 @@ use crate::warnings::Warning;
 
 /// A validated matrix run.
 #[derive(Debug, Clone)]
-pub struct MatrixConfig {
+pub(crate) struct MatrixConfig {
     /// Period.
     pub period_ns: u64,
     /// Measuring time per cell.
@@ -39,7 +39,7 @@ pub struct MatrixConfig {
 
 /// A finished cell with its full result, for the caller to write.
 #[derive(Debug)]
-pub struct CellRun {
+pub(crate) struct CellRun {
     /// Summary row.
     pub cell: MatrixCell,
     /// Full latency outcome, when the cell ran.
@@ -57,7 +57,7 @@ pub fn slug(row: &str) -> String {
 
 /// Runs every cell; `on_cell` receives each cell as it completes (to write its file and the
 /// partial summary) and `on_progress(done_cells, total_cells)` is called as cells start.
-pub fn run(
+pub(crate) fn run(
     cfg: &MatrixConfig,
     env: EnvFacts,
     stop: &AtomicBool,
@@ -209,12 +209,12 @@ fn run_cell(
 }
 
 /// The path of a cell's result file inside the output directory.
-pub fn cell_file(dir: &Path, level: &str, row: &str) -> std::path::PathBuf {
+pub(crate) fn cell_file(dir: &Path, level: &str, row: &str) -> std::path::PathBuf {
     dir.join(format!("{level}-{}.json", slug(row)))
 }
 
 /// Creates the output directory.
-pub fn prepare_dir(dir: &Path) -> Result<()> {
+pub(crate) fn prepare_dir(dir: &Path) -> Result<()> {
     crate::export::create_output_dir(dir).map_err(|e| {
         crate::error::usage(format!(
             "--out-dir {}: {e:#}; choose a directory you can write",

@@ -26,7 +26,7 @@ static STOP_SIGNAL: std::sync::OnceLock<Arc<AtomicUsize>> = std::sync::OnceLock:
 
 /// Set by SIGINT/SIGTERM: measuring loops stop at their next wake-up and the run writes what
 /// it has. A second signal kills the process at once (exit 130 for SIGINT, 143 for SIGTERM).
-pub fn install_stop_flag() -> Result<Arc<AtomicBool>> {
+pub(crate) fn install_stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let which = Arc::clone(STOP_SIGNAL.get_or_init(|| Arc::new(AtomicUsize::new(0))));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -45,7 +45,7 @@ pub fn install_stop_flag() -> Result<Arc<AtomicBool>> {
 }
 
 /// The signal that stopped the run, by name (`SIGINT`, `SIGTERM`), if one did.
-pub fn stop_signal_name() -> Option<&'static str> {
+pub(crate) fn stop_signal_name() -> Option<&'static str> {
     // Signal numbers of every Linux architecture (asm-generic/signal.h).
     match STOP_SIGNAL.get().map_or(0, |s| s.load(Relaxed)) {
         2 => Some("SIGINT"),
@@ -64,7 +64,7 @@ pub fn interrupted_exit_code() -> u8 {
 }
 
 /// The environment variable of [`test_pause`].
-pub const TEST_PAUSE_ENV: &str = "PREEMPT_TEST_PAUSE";
+pub(crate) const TEST_PAUSE_ENV: &str = "PREEMPT_TEST_PAUSE";
 
 /// The longest [`test_pause`]: a forgotten variable delays a run, never hangs it.
 const TEST_PAUSE_MAX_NS: u64 = 30_000_000_000;
@@ -96,7 +96,7 @@ pub fn test_pause(point: &str, stop: &AtomicBool) {
 
 /// The process-wide real-time setup of a run; undone when dropped.
 #[derive(Debug)]
-pub struct RtEnvironment {
+pub(crate) struct RtEnvironment {
     dma: Option<cpu::CpuDmaLatency>,
     locked: bool,
     /// Warnings raised while setting up.
@@ -106,7 +106,7 @@ pub struct RtEnvironment {
 impl RtEnvironment {
     /// Locks memory and holds `/dev/cpu_dma_latency` at 0 as configured; failures become
     /// warnings (the run still measures, and says what it could not do).
-    pub fn prepare(rt: RtConfig) -> Self {
+    pub(crate) fn prepare(rt: RtConfig) -> Self {
         let mut warnings = Vec::new();
         let mut locked = false;
         if rt.mlock {
@@ -146,12 +146,12 @@ impl RtEnvironment {
     }
 
     /// The `/dev/cpu_dma_latency` target held, if any.
-    pub fn dma_latency_us(&self) -> Option<i32> {
+    pub(crate) fn dma_latency_us(&self) -> Option<i32> {
         self.dma.as_ref().map(cpu::CpuDmaLatency::target_us)
     }
 
     /// Whether mlockall succeeded.
-    pub fn memory_locked(&self) -> bool {
+    pub(crate) fn memory_locked(&self) -> bool {
         self.locked
     }
 }

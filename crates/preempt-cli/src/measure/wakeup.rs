@@ -42,7 +42,7 @@ const STALL_LIMIT_NS: u64 = 2_000_000_000;
 
 /// A validated wakeup run.
 #[derive(Debug, Clone)]
-pub struct WakeupConfig {
+pub(crate) struct WakeupConfig {
     /// Sources, in order.
     pub sources: Vec<SourceArg>,
     /// Wake-ups per case.
@@ -63,7 +63,7 @@ pub struct WakeupConfig {
 
 /// The GPIO loop-back wiring of the `gpio` source: an output line wired to an input line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GpioLines {
+pub(crate) struct GpioLines {
     /// Output line offset.
     pub out: u32,
     /// Input line offset (rising-edge events).
@@ -79,7 +79,7 @@ impl Default for GpioLines {
 }
 
 /// The name of a source.
-pub fn source_name(s: SourceArg) -> &'static str {
+pub(crate) fn source_name(s: SourceArg) -> &'static str {
     match s {
         SourceArg::Eventfd => "eventfd",
         SourceArg::Pipe => "pipe",
@@ -90,7 +90,7 @@ pub fn source_name(s: SourceArg) -> &'static str {
 }
 
 /// [`run_with_gpio`] with the default GPIO wiring.
-pub fn run(
+pub(crate) fn run(
     cfg: &WakeupConfig,
     stop: &AtomicBool,
     on_progress: &mut dyn FnMut(usize, usize, &str),
@@ -99,7 +99,7 @@ pub fn run(
 }
 
 /// Runs every source under every load; `on_progress(done, total, what)` before each case.
-pub fn run_with_gpio(
+pub(crate) fn run_with_gpio(
     cfg: &WakeupConfig,
     lines: GpioLines,
     stop: &AtomicBool,

@@ -41,7 +41,7 @@ impl Ctx<'_> {
 
     /// Pins the calling thread to the benchmark CPU and gives it the benchmark policy at
     /// `priority_offset` below the base priority (clamped to 1). Returns the policy used.
-    pub fn enter_thread(&self, priority_offset: u8) -> std::io::Result<Policy> {
+    pub(crate) fn enter_thread(&self, priority_offset: u8) -> std::io::Result<Policy> {
         sched::set_current_thread_affinity(&[self.cpu])?;
         let policy = match self.priority {
             Some(p) => Policy::Fifo {
@@ -100,7 +100,7 @@ impl std::fmt::Debug for Bench {
 }
 
 /// Exact statistics of tick samples (sorts `ticks`).
-pub fn cycle_summary(ticks: &mut [u64]) -> Option<CycleSummary> {
+pub(crate) fn cycle_summary(ticks: &mut [u64]) -> Option<CycleSummary> {
     if ticks.is_empty() {
         return None;
     }
@@ -182,7 +182,7 @@ pub fn skipped(bench: &Bench, why: String) -> MicroBench {
 }
 
 /// Runs `body` between two reads of a perf counter, when one opens; records the delta.
-pub fn with_perf<T>(ops: u64, samples: &mut Samples, body: impl FnOnce() -> T) -> T {
+pub(crate) fn with_perf<T>(ops: u64, samples: &mut Samples, body: impl FnOnce() -> T) -> T {
     match Counter::open() {
         Ok(c) => {
             let a = c.read();

@@ -46,7 +46,7 @@ pub use crate::results::micro::{ClockInfo, CounterKind};
 /// Reads the native counter once, fenced so that it is not reordered with the measured code
 /// (`preempt_io::sys::counter::read_fenced`; `CLOCK_MONOTONIC` ns where there is no counter).
 #[inline(always)]
-pub fn read_counter() -> u64 {
+pub(crate) fn read_counter() -> u64 {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         counter::read_fenced()
@@ -136,8 +136,9 @@ impl CycleClock {
         })
     }
 
-    /// A clock with a given frequency (tests and replays).
-    pub fn with_frequency(counter_hz: f64) -> Self {
+    /// A clock with a given frequency (tests).
+    #[cfg(test)]
+    pub(crate) fn with_frequency(counter_hz: f64) -> Self {
         Self {
             ns_per_tick: 1e9 / counter_hz,
             info: ClockInfo {
@@ -162,7 +163,7 @@ impl CycleClock {
 
     /// Converts a tick count to nanoseconds (rounded).
     #[inline]
-    pub fn ticks_to_ns(&self, ticks: u64) -> u64 {
+    pub(crate) fn ticks_to_ns(&self, ticks: u64) -> u64 {
         (ticks as f64 * self.ns_per_tick).round() as u64
     }
 

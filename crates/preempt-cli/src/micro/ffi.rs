@@ -22,7 +22,7 @@ fn check_rc(rc: libc::c_int, what: &str) -> io::Result<()> {
 }
 
 /// A heap-pinned `pthread_mutex_t` (a pthread mutex must not move once initialised).
-pub struct PthreadMutex {
+pub(crate) struct PthreadMutex {
     inner: Box<UnsafeCell<libc::pthread_mutex_t>>,
 }
 
@@ -34,7 +34,7 @@ unsafe impl Send for PthreadMutex {}
 
 impl PthreadMutex {
     /// A mutex with default attributes, or with the priority-inheritance protocol.
-    pub fn new(priority_inheritance: bool) -> io::Result<Self> {
+    pub(crate) fn new(priority_inheritance: bool) -> io::Result<Self> {
         let inner = Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
         let mut attr = std::mem::MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
         // SAFETY: `attr` is valid writable storage for pthread_mutexattr_init.
@@ -61,7 +61,7 @@ impl PthreadMutex {
     /// Locks (panics on an error, which for a default or PI mutex locked by its owner cannot
     /// happen: the benchmark never locks twice).
     #[inline]
-    pub fn lock(&self) {
+    pub(crate) fn lock(&self) {
         // SAFETY: the mutex is initialised and pinned on the heap.
         let rc = unsafe { libc::pthread_mutex_lock(self.inner.get()) };
         debug_assert_eq!(rc, 0);
@@ -70,7 +70,7 @@ impl PthreadMutex {
 
     /// Unlocks; the caller holds the lock.
     #[inline]
-    pub fn unlock(&self) {
+    pub(crate) fn unlock(&self) {
         // SAFETY: the mutex is initialised and pinned; the benchmark only unlocks what it
         // locked on the same thread.
         let rc = unsafe { libc::pthread_mutex_unlock(self.inner.get()) };
@@ -86,7 +86,7 @@ impl Drop for PthreadMutex {
 }
 
 /// A heap-pinned, process-private POSIX semaphore (`sem_t`).
-pub struct Semaphore {
+pub(crate) struct Semaphore {
     inner: Box<UnsafeCell<libc::sem_t>>,
 }
 
@@ -97,7 +97,7 @@ unsafe impl Send for Semaphore {}
 
 impl Semaphore {
     /// A semaphore with value 0.
-    pub fn new() -> io::Result<Self> {
+    pub(crate) fn new() -> io::Result<Self> {
         // SAFETY: sem_t is plain data for which all-zero bytes are a valid (if meaningless)
         // value; sem_init initialises it below before any use.
         let zeroed: libc::sem_t = unsafe { std::mem::zeroed() };
@@ -111,7 +111,7 @@ impl Semaphore {
 
     /// `sem_post`.
     #[inline]
-    pub fn post(&self) -> io::Result<()> {
+    pub(crate) fn post(&self) -> io::Result<()> {
         // SAFETY: the semaphore is initialised and pinned.
         if unsafe { libc::sem_post(self.inner.get()) } != 0 {
             return Err(io::Error::last_os_error());
@@ -121,7 +121,7 @@ impl Semaphore {
 
     /// `sem_wait`, retrying on EINTR.
     #[inline]
-    pub fn wait(&self) -> io::Result<()> {
+    pub(crate) fn wait(&self) -> io::Result<()> {
         loop {
             // SAFETY: the semaphore is initialised and pinned.
             if unsafe { libc::sem_wait(self.inner.get()) } == 0 {
@@ -161,7 +161,7 @@ pub unsafe fn free(p: ptr::NonNull<u8>) {
 
 /// A stack allocated up front for a thread, as the NXP benchmark does
 /// (`posix_memalign` + `pthread_attr_setstack`).
-pub struct PreallocatedStack {
+pub(crate) struct PreallocatedStack {
     base: ptr::NonNull<libc::c_void>,
     size: usize,
     attr: libc::pthread_attr_t,
@@ -169,7 +169,7 @@ pub struct PreallocatedStack {
 
 impl PreallocatedStack {
     /// Allocates `size` bytes aligned to the page size and an attribute object using them.
-    pub fn new(size: usize) -> io::Result<Self> {
+    pub(crate) fn new(size: usize) -> io::Result<Self> {
         let page = preempt_io::sys::mem::page_size();
         let mut base: *mut libc::c_void = ptr::null_mut();
         // SAFETY: `base` is a valid out-pointer; the alignment is a power of two multiple of
@@ -195,11 +195,6 @@ impl PreallocatedStack {
         check_rc(rc, "pthread_attr_setstack")?;
         me.size = size;
         Ok(me)
-    }
-
-    /// The stack size.
-    pub fn size(&self) -> usize {
-        self.size
     }
 }
 
@@ -228,7 +223,7 @@ pub struct RawThread<'s> {
 impl<'s> RawThread<'s> {
     /// `pthread_create` with the stack's attributes.
     #[inline]
-    pub fn spawn(stack: &'s PreallocatedStack) -> io::Result<Self> {
+    pub(crate) fn spawn(stack: &'s PreallocatedStack) -> io::Result<Self> {
         let mut id: libc::pthread_t = 0;
         // SAFETY: `id` is a valid out-pointer; `stack.attr` is an initialised attribute object
         // whose stack outlives the thread (the borrow in RawThread ties them); `empty_thread`

@@ -92,10 +92,10 @@ pub const CHILD_ENV: &str = "PREEMPT_MICRO_FRAMEWORK_CHILD";
 /// Samples per row the child records.
 pub const SAMPLES_ENV: &str = "PREEMPT_MICRO_FRAMEWORK_SAMPLES";
 /// The CPU the child pins itself to before the app starts (absent: unpinned).
-pub const CPU_ENV: &str = "PREEMPT_MICRO_FRAMEWORK_CPU";
+pub(crate) const CPU_ENV: &str = "PREEMPT_MICRO_FRAMEWORK_CPU";
 /// `holder,waiter`: the CPUs the two tasks of the high-waiter scenario pin their own threads
 /// to.
-pub const TASK_CPUS_ENV: &str = "PREEMPT_MICRO_FRAMEWORK_TASK_CPUS";
+pub(crate) const TASK_CPUS_ENV: &str = "PREEMPT_MICRO_FRAMEWORK_TASK_CPUS";
 /// The `preempt` binary to re-execute, when the measuring program is not it (e.g. a program
 /// that links `preempt_cli` as a library).
 pub const EXE_ENV: &str = "PREEMPT_MICRO_EXE";
@@ -105,7 +105,7 @@ pub const SOFT_NOTE: &str = "SOFT MODE (PREEMPT_SOFT=1): the executors ran as SC
                              without mlockall, because SCHED_FIFO is not in use (--priority 0, \
                              or no CAP_SYS_NICE: see the warnings); priorities did not preempt";
 /// How [`SOFT_NOTE`] starts (to recognise it in a results file).
-pub const SOFT_NOTE_PREFIX: &str = "SOFT MODE";
+pub(crate) const SOFT_NOTE_PREFIX: &str = "SOFT MODE";
 
 /// Time a child may take to start and stop around its samples (10 s: `mlockall` of the
 /// binary and the executors' stack prefaulting take tens of ms; a loaded VM, far more).
@@ -113,7 +113,7 @@ pub const CHILD_START_LIMIT: Duration = Duration::from_secs(10);
 
 /// Most samples a child records per row (10 million, 80 MB of ticks: the thesis's largest
 /// count).
-pub const MAX_SAMPLES: usize = 10_000_000;
+pub(crate) const MAX_SAMPLES: usize = 10_000_000;
 
 /// What a scenario measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub enum Kind {
 
 impl Kind {
     /// The thesis's sample count (`None`: not in the thesis).
-    pub const fn thesis_count(self) -> Option<u64> {
+    pub(crate) const fn thesis_count(self) -> Option<u64> {
         match self {
             Self::SamePrio | Self::CrossPrio | Self::CrossPrioOneCore => Some(10_000_000),
             Self::Resource => Some(1_000_000),
@@ -175,7 +175,7 @@ impl Kind {
     }
 
     /// Whether the row means nothing without real priorities.
-    pub const fn needs_rt(self) -> bool {
+    pub(crate) const fn needs_rt(self) -> bool {
         matches!(self, Self::CrossPrioOneCore | Self::ContendedHighWaiter)
     }
 }
@@ -361,7 +361,7 @@ pub const PLANNED: [(&str, &str); 14] = [
 
 /// The note of result files written before the set was measured (the report's sample data
 /// still shows one).
-pub const NOT_AVAILABLE: &str = "the preempt runtime does not expose its task and resource API yet \
+pub(crate) const NOT_AVAILABLE: &str = "the preempt runtime does not expose its task and resource API yet \
                                  (framework-core issue); the rows are reserved";
 
 /// The title of a row id of this set.
@@ -408,7 +408,7 @@ pub fn benches() -> Vec<Bench> {
 /// The `preempt` binary to re-execute: [`EXE_ENV`], else this program, unless this program
 /// is a cargo test harness (`target/<profile>/deps/<name>-<hash>`), whose `preempt` binary
 /// cargo builds one directory up.
-pub fn child_exe() -> Result<PathBuf> {
+pub(crate) fn child_exe() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os(EXE_ENV) {
         return Ok(p.into());
     }

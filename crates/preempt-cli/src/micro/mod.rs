@@ -78,7 +78,7 @@ pub struct MicroConfig {
 }
 
 /// Every benchmark id `--only` accepts.
-pub fn all_ids() -> Vec<&'static str> {
+pub(crate) fn all_ids() -> Vec<&'static str> {
     nxp::benches()
         .iter()
         .chain(zephyr::benches().iter())

@@ -21,7 +21,7 @@ use super::ffi::{self, PreallocatedStack, PthreadMutex, RawThread};
 /// four times glibc's `PTHREAD_STACK_MIN` (16 KiB on x86_64, 128 KiB-page kernels aside) and
 /// plenty for an empty thread; 2000 of them reserve 128 MiB of address space, most never
 /// touched.
-pub const THREAD_STACK_BYTES: usize = 64 * 1024;
+pub(crate) const THREAD_STACK_BYTES: usize = 64 * 1024;
 
 /// The benchmarks of this set.
 pub fn benches() -> Vec<Bench> {

@@ -19,7 +19,7 @@ use super::ffi::Semaphore;
 /// Gap the giver leaves between two gives in the no-preemption case, so the low-priority
 /// waiter is blocked in `sem_wait` again before the next give (it needs a few microseconds;
 /// 50 µs leaves a margin on a loaded VM).
-pub const REARM_GAP_NS: u64 = 50_000;
+pub(crate) const REARM_GAP_NS: u64 = 50_000;
 
 /// The benchmarks of this set.
 pub fn benches() -> Vec<Bench> {

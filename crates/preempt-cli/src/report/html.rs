@@ -48,7 +48,7 @@ pub fn num(text: impl Into<String>) -> Cell {
 }
 
 /// A cell with a class.
-pub fn cls(text: impl Into<String>, class: &'static str) -> Cell {
+pub(crate) fn cls(text: impl Into<String>, class: &'static str) -> Cell {
     Cell {
         text: text.into(),
         class,

@@ -52,7 +52,7 @@ pub struct Trace {
 }
 
 /// Reads a `--trace-samples` CSV (`thread,cpu,cycle,release_ns,wake_ns,latency_ns,...`).
-pub fn load_trace(path: &Path) -> Result<Trace> {
+pub(crate) fn load_trace(path: &Path) -> Result<Trace> {
     let bytes =
         crate::results::input::read_limited(path, crate::results::input::MAX_TRACE_CSV_BYTES)?;
     let text = String::from_utf8(bytes)
@@ -274,7 +274,7 @@ fn box_of(category: &str, group: &str, d: Option<&Distribution>, s: &Summary) ->
 }
 
 /// Merges the per-thread latency histograms of a run.
-pub fn merged_latency(l: &LatencyResult) -> Option<Distribution> {
+pub(crate) fn merged_latency(l: &LatencyResult) -> Option<Distribution> {
     let mut snaps = l.threads.iter().filter_map(|t| t.latency.to_snapshot());
     let mut all = snaps.next()?;
     for s in snaps {

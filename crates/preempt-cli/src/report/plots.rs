@@ -28,11 +28,11 @@ use crate::results::Bucket;
 /// Histogram bins per decade of latency.
 pub const BINS_PER_DECADE: f64 = 25.0;
 /// Width and height of every chart, pixels.
-pub const SIZE: (u32, u32) = (760, 380);
+pub(crate) const SIZE: (u32, u32) = (760, 380);
 
 /// Series colours (colour-blind-safe order: blue, vermillion, green, orange, purple, sky,
 /// yellow, black; Okabe & Ito 2008).
-pub const PALETTE: [RGBColor; 8] = [
+pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -44,7 +44,7 @@ pub const PALETTE: [RGBColor; 8] = [
 ];
 
 /// The colour of series `i`.
-pub fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
@@ -54,7 +54,7 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 
 /// A named histogram (buckets in nanoseconds).
 #[derive(Debug, Clone)]
-pub struct HistSeries {
+pub(crate) struct HistSeries {
     /// Legend.
     pub label: String,
     /// Non-empty buckets.
@@ -66,7 +66,7 @@ fn total(b: &[Bucket]) -> u64 {
 }
 
 /// Re-bins buckets into log-spaced bins; returns `(lower_us, upper_us, count)`.
-pub fn log_bins(buckets: &[Bucket]) -> Vec<(f64, f64, u64)> {
+pub(crate) fn log_bins(buckets: &[Bucket]) -> Vec<(f64, f64, u64)> {
     let mut bins: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
     for b in buckets {
         // Midpoint of the bucket, at least 1 ns so the logarithm exists.
@@ -151,7 +151,7 @@ fn svg_chart(
 }
 
 /// Overlaid histograms on a log latency axis with a log count axis.
-pub fn histogram(title: &str, series: &[HistSeries]) -> Result<String> {
+pub(crate) fn histogram(title: &str, series: &[HistSeries]) -> Result<String> {
     let binned: Vec<Vec<(f64, f64, u64)>> = series.iter().map(|s| log_bins(&s.buckets)).collect();
     let lo = binned
         .iter()
@@ -231,7 +231,7 @@ fn no_data(root: &DrawingArea<SVGBackend<'_>, Shift>, title: &str) -> Result<()>
 }
 
 /// A named exceedance curve source.
-pub fn exceedance_points(buckets: &[Bucket], max_ns: u64) -> Vec<(f64, f64)> {
+pub(crate) fn exceedance_points(buckets: &[Bucket], max_ns: u64) -> Vec<(f64, f64)> {
     let n = total(buckets);
     if n == 0 {
         return Vec::new();
@@ -255,7 +255,7 @@ pub fn exceedance_points(buckets: &[Bucket], max_ns: u64) -> Vec<(f64, f64)> {
 }
 
 /// Exceedance curves P(latency > x), log–log. `series`: (label, buckets, max_ns).
-pub fn exceedance(title: &str, series: &[(String, Vec<Bucket>, u64)]) -> Result<String> {
+pub(crate) fn exceedance(title: &str, series: &[(String, Vec<Bucket>, u64)]) -> Result<String> {
     let curves: Vec<Vec<(f64, f64)>> = series
         .iter()
         .map(|(_, b, m)| exceedance_points(b, *m))
@@ -313,7 +313,7 @@ pub fn exceedance(title: &str, series: &[(String, Vec<Bucket>, u64)]) -> Result<
 
 /// One box of a box plot, in nanoseconds.
 #[derive(Debug, Clone)]
-pub struct BoxStat {
+pub(crate) struct BoxStat {
     /// Category (x axis), e.g. the policy.
     pub category: String,
     /// Group within the category (legend), e.g. the stress level.
@@ -333,13 +333,13 @@ pub struct BoxStat {
 }
 
 /// Box plots: one slot per category, one box per group inside it.
-pub fn boxplot(title: &str, boxes: &[BoxStat]) -> Result<String> {
+pub(crate) fn boxplot(title: &str, boxes: &[BoxStat]) -> Result<String> {
     boxplot_in(title, "latency (µs, log)", boxes)
 }
 
 /// [`boxplot`] with another y axis: the values are drawn divided by 1000 (ns as µs; µm as
 /// mm) on a log axis described by `y_desc`.
-pub fn boxplot_in(title: &str, y_desc: &str, boxes: &[BoxStat]) -> Result<String> {
+pub(crate) fn boxplot_in(title: &str, y_desc: &str, boxes: &[BoxStat]) -> Result<String> {
     let mut cats: Vec<&str> = Vec::new();
     let mut groups: Vec<&str> = Vec::new();
     for b in boxes {
@@ -435,7 +435,7 @@ pub const MAX_POINTS: usize = 1_500;
 
 /// Reduces a series to at most [`MAX_POINTS`] by keeping the maximum of each group of
 /// consecutive points (spikes survive; the group size is returned).
-pub fn reduce_max(points: &[(u64, u64)]) -> (Vec<(u64, u64)>, usize) {
+pub(crate) fn reduce_max(points: &[(u64, u64)]) -> (Vec<(u64, u64)>, usize) {
     if points.len() <= MAX_POINTS {
         return (points.to_vec(), 1);
     }
@@ -448,13 +448,13 @@ pub fn reduce_max(points: &[(u64, u64)]) -> (Vec<(u64, u64)>, usize) {
 }
 
 /// Latency per iteration on a log axis.
-pub fn time_series(title: &str, series: &[TimeSeries]) -> Result<String> {
+pub(crate) fn time_series(title: &str, series: &[TimeSeries]) -> Result<String> {
     time_series_in(title, "iteration", "latency (µs, log)", series)
 }
 
 /// [`time_series`] with other axes: `x_desc` names the x values, the y values are drawn
 /// divided by 1000 on a log axis described by `y_desc`.
-pub fn time_series_in(
+pub(crate) fn time_series_in(
     title: &str,
     x_desc: &str,
     y_desc: &str,
@@ -513,7 +513,7 @@ pub fn time_series_in(
 /// A named line on linear axes: `(x, y)` points in x order; a `None` y breaks the line
 /// (a missed sample is a gap, not an interpolation).
 #[derive(Debug, Clone)]
-pub struct Line {
+pub(crate) struct Line {
     /// Legend.
     pub label: String,
     /// Points.
@@ -522,7 +522,7 @@ pub struct Line {
 
 /// Lines on linear axes: the gimbal's step responses (real against reference, as the
 /// thesis's figure 7.6 compares measured and simulated responses) and its tracking error.
-pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line]) -> Result<String> {
+pub(crate) fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line]) -> Result<String> {
     svg_chart(|root| {
         let pts = || series.iter().flat_map(|s| s.points.iter());
         let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -577,7 +577,7 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line]) -> Result
 
 /// One group of bars: a legend and one value per category (`None`: no bar).
 #[derive(Debug, Clone)]
-pub struct BarSeries {
+pub(crate) struct BarSeries {
     /// Legend, e.g. the design.
     pub label: String,
     /// One value per category, in category order.
@@ -586,7 +586,7 @@ pub struct BarSeries {
 
 /// Grouped vertical bars on a linear axis from 0: one slot per category, one bar per series
 /// inside it (the rtio-bench CPU figures: thread vs RTIO per row of the table).
-pub fn bars(
+pub(crate) fn bars(
     title: &str,
     y_desc: &str,
     categories: &[String],
@@ -598,7 +598,7 @@ pub fn bars(
 /// Stacked vertical bars on a linear axis from 0: one bar per category, the series stacked
 /// in order inside it, series `i` in `colors[i]`. The "why was it late" figure: a bar per
 /// outlier, a segment per kind of cause.
-pub fn stacked_bars(
+pub(crate) fn stacked_bars(
     title: &str,
     y_desc: &str,
     categories: &[String],
@@ -688,7 +688,7 @@ fn bar_chart(
 
 /// A microbenchmark range: min, p50, p99, max in ns.
 #[derive(Debug, Clone)]
-pub struct Range {
+pub(crate) struct Range {
     /// Benchmark label.
     pub label: String,
     /// Smallest, median, 99th percentile, largest (ns).
@@ -703,7 +703,7 @@ pub struct Range {
 
 /// Horizontal ranges on a log ns axis: a thin line min–max, a thick bar p50–p99, a dot at
 /// the median.
-pub fn ranges(title: &str, rows: &[Range], overhead_ns: Option<u64>) -> Result<String> {
+pub(crate) fn ranges(title: &str, rows: &[Range], overhead_ns: Option<u64>) -> Result<String> {
     let height = (60 + rows.len() as u32 * 26).max(160);
     let mut out = String::new();
     {

@@ -664,7 +664,8 @@ pub fn rtio_bench() -> ResultFile {
 }
 
 /// An `rtio-bench --sweep` run: both designs' break points at 6400 Hz + 2@400Hz on SPI.
-pub fn rtio_sweep() -> ResultFile {
+#[cfg(test)]
+pub(crate) fn rtio_sweep() -> ResultFile {
     use crate::results::rtio::{RtioBenchResult, RtioBreakPoint, RtioTrial};
     let bp = |design: &str, ok: u32| RtioBreakPoint {
         design: design.into(),

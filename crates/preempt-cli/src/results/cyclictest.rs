@@ -49,19 +49,19 @@ pub struct CyclicThread {
 
 impl CyclicThread {
     /// Display name: `cpuN` when the CPU is known, else `thread N`.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.cpu
             .map_or(format!("thread {}", self.index), |c| format!("cpu{c}"))
     }
 
     /// The thread as a preempt distribution (`None` without a histogram).
-    pub fn distribution(&self) -> Option<Distribution> {
+    pub(crate) fn distribution(&self) -> Option<Distribution> {
         distribution(std::slice::from_ref(self))
     }
 }
 
 /// Merges threads into one distribution (`None` when no thread has a histogram).
-pub fn distribution(threads: &[CyclicThread]) -> Option<Distribution> {
+pub(crate) fn distribution(threads: &[CyclicThread]) -> Option<Distribution> {
     let with_hist: Vec<&CyclicThread> = threads
         .iter()
         .filter(|t| !t.buckets.is_empty() || t.overflows > 0)
@@ -101,13 +101,14 @@ pub struct CyclicRun {
 
 impl CyclicRun {
     /// Samples that overflowed the histogram, over all threads.
-    pub fn overflows(&self) -> u64 {
+    #[cfg(test)]
+    fn overflows(&self) -> u64 {
         self.threads.iter().map(|t| t.overflows).sum()
     }
 }
 
 /// Whether a JSON value looks like cyclictest's `--json` output.
-pub fn looks_like_json(v: &Value) -> bool {
+pub(crate) fn looks_like_json(v: &Value) -> bool {
     v.get("thread").is_some_and(Value::is_object)
         && (v.get("file_version").is_some() || v.get("num_threads").is_some())
 }
@@ -122,7 +123,7 @@ fn u(v: &Value, k: &str, thread: &str) -> Result<u64> {
 }
 
 /// Converts cyclictest's `--json` output.
-pub fn from_json(v: &Value) -> Result<CyclicRun> {
+pub(crate) fn from_json(v: &Value) -> Result<CyclicRun> {
     let scale = match v.get("resolution_in_ns").and_then(Value::as_u64) {
         Some(1) => 1,
         _ => 1_000,
@@ -195,7 +196,7 @@ pub fn from_json(v: &Value) -> Result<CyclicRun> {
 }
 
 /// Whether text looks like cyclictest's histogram output.
-pub fn looks_like_histogram(text: &str) -> bool {
+pub(crate) fn looks_like_histogram(text: &str) -> bool {
     text.lines().any(|l| l.trim() == "# Histogram")
         || text.lines().any(|l| l.starts_with("# Total:"))
 }
@@ -206,7 +207,7 @@ fn numbers(line: &str, prefix: &str) -> Option<Vec<u64>> {
 }
 
 /// Converts cyclictest's histogram output (µs buckets).
-pub fn from_histogram(text: &str) -> Result<CyclicRun> {
+pub(crate) fn from_histogram(text: &str) -> Result<CyclicRun> {
     let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
     let (mut total, mut min, mut avg, mut max, mut over) = (None, None, None, None, None);
     for (n, line) in text.lines().enumerate() {

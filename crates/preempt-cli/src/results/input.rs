@@ -117,11 +117,11 @@ fn stem(p: &Path) -> String {
 /// files preempt writes are the demos' (a 10 min gimbal run's `gimbal.json` with its series is
 /// about 140 MB: 0.75 MB for 3 s here); without a bound, `preempt report /dev/zero` grew to
 /// 11 GB resident in 5 s.
-pub const MAX_RESULT_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_RESULT_BYTES: u64 = 256 << 20;
 
 /// Largest `--trace-samples` CSV `report` reads: 2 GiB (a 10 min run of two threads at
 /// 1 kHz is about 80 MB; the sample buffer itself is bounded by `MAX_TRACE_BYTES`).
-pub const MAX_TRACE_CSV_BYTES: u64 = 2 << 30;
+pub(crate) const MAX_TRACE_CSV_BYTES: u64 = 2 << 30;
 
 /// Reads at most `limit` bytes of the text file `path` (a file, a pipe, a device): more is
 /// refused, naming the file and the limit, after reading no more than `limit + 1` bytes; a
@@ -129,7 +129,7 @@ pub const MAX_TRACE_CSV_BYTES: u64 = 2 << 30;
 ///
 /// # Errors
 /// The file cannot be read, is not text, or holds more than `limit` bytes.
-pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
     use std::io::Read;
     let read_err = || format!("cannot read {}", path.display());
     let file = open_input(path)?;
@@ -164,7 +164,7 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// As above.
-pub fn open_input(path: &Path) -> Result<std::fs::File> {
+pub(crate) fn open_input(path: &Path) -> Result<std::fs::File> {
     use std::io::ErrorKind::{NotFound, PermissionDenied};
     let p = path.display().to_string();
     let refused = |e: std::io::Error| match e.kind() {
@@ -259,7 +259,7 @@ pub fn load_many(paths: &[PathBuf]) -> Result<Vec<Input>> {
 }
 
 /// Loads the per-cell latency results a matrix summary references, keyed by cell index.
-pub fn matrix_cells(input: &Input) -> Vec<(usize, ResultFile)> {
+pub(crate) fn matrix_cells(input: &Input) -> Vec<(usize, ResultFile)> {
     let (Loaded::Result(r), Some(dir)) = (&input.loaded, &input.dir) else {
         return Vec::new();
     };

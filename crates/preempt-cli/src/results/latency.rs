@@ -142,7 +142,7 @@ pub struct Ledger {
 
 impl Ledger {
     /// Whether the verdict is `clean`.
-    pub fn is_clean(&self) -> bool {
+    pub(crate) fn is_clean(&self) -> bool {
         self.entries.iter().all(|e| !e.contaminates)
     }
 }

@@ -167,7 +167,7 @@ impl ResultFile {
     clippy::disallowed_methods,
     reason = "a human-readable start stamp for the result file; never used for durations"
 )]
-pub fn unix_ms_now() -> u64 {
+pub(crate) fn unix_ms_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

@@ -95,7 +95,7 @@ impl RtioBenchResult {
 
     /// Adds the cells, break points and notes of one benchmark document (one call of
     /// `preempt_rtio_bench::run`); notes already present are not repeated.
-    pub fn absorb(&mut self, doc: &Document) {
+    pub(crate) fn absorb(&mut self, doc: &Document) {
         let Document {
             schema_version,
             tool: _,

@@ -5,7 +5,7 @@ use preempt_uav::demo::UavData;
 use preempt_uav::result::FlightCell;
 
 /// The cell with the largest RMS position error (a crash counts as worst).
-pub fn worst_cell(d: &UavData) -> Option<&FlightCell> {
+pub(crate) fn worst_cell(d: &UavData) -> Option<&FlightCell> {
     d.cells.iter().filter(|c| c.flown_steps > 0).max_by(|a, b| {
         (a.crashed, a.rms_position_error_m)
             .partial_cmp(&(b.crashed, b.rms_position_error_m))

@@ -178,7 +178,7 @@ impl Snapshot {
     /// Rebuilds a snapshot from `(value_ns, count)` pairs (each count goes into the bucket of
     /// [`LAYOUT`] holding `value_ns`) plus the exact sum and extremes, as stored in a results
     /// file or a cyclictest histogram.
-    pub fn from_values(
+    pub(crate) fn from_values(
         values: impl IntoIterator<Item = (u64, u64)>,
         sum_ns: u64,
         min_ns: u64,
@@ -237,7 +237,7 @@ impl Snapshot {
         self.hdr.sum_ns
     }
     /// Mean, or 0 when empty.
-    pub fn mean_ns(&self) -> f64 {
+    pub(crate) fn mean_ns(&self) -> f64 {
         self.hdr.mean_ns().unwrap_or(0.0)
     }
     /// The largest samples as `(value_ns, cycle)`, largest first.
@@ -260,7 +260,7 @@ impl Snapshot {
     }
 
     /// Adds another snapshot's samples into this one (for merging threads or runs).
-    pub fn merge(&mut self, other: &Snapshot) {
+    pub(crate) fn merge(&mut self, other: &Snapshot) {
         self.hdr
             .merge(&other.hdr)
             .expect("every CLI snapshot is in LAYOUT (the fields are private to this module)");

@@ -14,15 +14,6 @@ use serde::{Deserialize, Serialize};
 
 use super::histogram::Snapshot;
 
-/// The quantiles every distribution reports, with their field names in [`Summary`].
-pub const QUANTILES: [(f64, &str); 5] = [
-    (0.5, "p50"),
-    (0.9, "p90"),
-    (0.99, "p99"),
-    (0.999, "p99.9"),
-    (0.9999, "p99.99"),
-];
-
 /// Count, extremes, mean and percentiles of a set of nanosecond samples.
 ///
 /// Percentiles are bucket upper bounds (never below the true value, at most 0.1 % above it);

@@ -135,7 +135,7 @@ fn observe_policy(high: bool) {
 
 /// What `observe_policy` saw, for the row notes, e.g. `low level: SCHED_FIFO 70; high
 /// level: SCHED_FIFO 80`.
-pub fn policies_seen() -> String {
+pub(crate) fn policies_seen() -> String {
     let mut parts = Vec::new();
     for (name, declared, slot) in [
         ("low", LOW_PRIORITY, &POLICY_SEEN[0]),
@@ -156,12 +156,12 @@ pub fn policies_seen() -> String {
 }
 
 /// The first row of every scenario.
-pub static ROW_A: Recorder = Recorder::new();
+pub(crate) static ROW_A: Recorder = Recorder::new();
 /// The second row (resource unlock).
-pub static ROW_B: Recorder = Recorder::new();
+pub(crate) static ROW_B: Recorder = Recorder::new();
 
 /// Rounds of the contended scenario in which the waiter was not seen blocked.
-pub static UNCONFIRMED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static UNCONFIRMED: AtomicU64 = AtomicU64::new(0);
 /// Set by the contended scenario's waiter just before it calls `lock`.
 static WAITER_LOCKING: AtomicBool = AtomicBool::new(false);
 /// Thread id of the contended scenario's waiter.
@@ -169,9 +169,9 @@ static WAITER_TID: AtomicI32 = AtomicI32::new(0);
 /// Set once the contended scenario has all its samples: the waiter then stops spawning.
 static DONE: AtomicBool = AtomicBool::new(false);
 /// CPU of the high-waiter scenario's holder task (`usize::MAX`: not pinned).
-pub static HOLDER_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
+pub(crate) static HOLDER_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// CPU of the high-waiter scenario's waiter task.
-pub static WAITER_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
+pub(crate) static WAITER_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Whether the holder has pinned its thread.
 static HOLDER_PINNED: AtomicBool = AtomicBool::new(false);
 /// Whether the waiter has pinned its thread.

@@ -29,7 +29,7 @@ use preempt_io::sys::clock::{self, ClockId};
 
 /// How often the parent looks at the child (10 ms: invisible next to a child's start-up,
 /// and the parent's wake-ups stay rare while the child measures).
-pub const POLL_NS: u64 = 10_000_000;
+pub(crate) const POLL_NS: u64 = 10_000_000;
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -32,7 +32,7 @@ use std::fmt::Write as _;
 use anyhow::{Result, bail};
 
 /// First line of every child output.
-pub const HEADER: &str = "preempt-micro-framework 1";
+pub(crate) const HEADER: &str = "preempt-micro-framework 1";
 
 /// One row of samples from a child.
 #[derive(Debug, Clone, PartialEq, Eq)]
