@@ -106,7 +106,7 @@ impl Exchange {
     ///
     /// # Errors
     /// `InvalidInput` for a length beyond the slot; io_uring/epoll set-up errors.
-    pub fn with_lengths(
+    pub(crate) fn with_lengths(
         [page, doorbell, done]: [OwnedFd; 3],
         tx_len: usize,
         rx_len: usize,

@@ -107,7 +107,7 @@ pub const PLANT_START_TIMEOUT_S: f64 = 5.0;
 ///
 /// # Errors
 /// A message naming the variable and what it takes.
-pub fn plant_start_timeout_ns(value: Option<&str>) -> Result<u64, String> {
+pub(crate) fn plant_start_timeout_ns(value: Option<&str>) -> Result<u64, String> {
     let Some(v) = value else {
         return Ok((PLANT_START_TIMEOUT_S * 1e9) as u64);
     };

@@ -31,14 +31,14 @@ pub const RX_OFF: usize = 64;
 /// Offset of the plant's counters (u64 each, written by the plant, read by anyone).
 pub const STATS_OFF: usize = 128;
 /// Counter: plant steps taken.
-pub const STAT_STEPS: usize = STATS_OFF;
+pub(crate) const STAT_STEPS: usize = STATS_OFF;
 /// Counter: grid steps that passed while the plant's loop wanted its CPU and did not run
 /// (a timer wake-up late past its event, or a gap in a spin).
 pub const STAT_LATE_STEPS: usize = STATS_OFF + 8;
 /// Counter: largest such gap, ns.
-pub const STAT_MAX_LATE_NS: usize = STATS_OFF + 16;
+pub(crate) const STAT_MAX_LATE_NS: usize = STATS_OFF + 16;
 /// Counter: transactions served.
-pub const STAT_TRANSFERS: usize = STATS_OFF + 24;
+pub(crate) const STAT_TRANSFERS: usize = STATS_OFF + 24;
 /// Flags granted to the plant process: bit 0 SCHED_FIFO, bit 1 pinned, bit 63 running.
 pub const STAT_FLAGS: usize = STATS_OFF + 32;
 /// Counter: stalls, gaps of [`STALL_NS`] or more in which the loop wanted its CPU and did
@@ -73,14 +73,14 @@ pub const STAT_STALLS_IN_KERNEL: usize = STATS_OFF + 88;
 /// scheduler time slice or a throttled real-time class).
 pub const STALL_NS: u64 = 1_000_000;
 /// Flag bit: the 40 kHz loop runs under SCHED_FIFO.
-pub const FLAG_FIFO: u64 = 1;
+pub(crate) const FLAG_FIFO: u64 = 1;
 /// Flag bit: the plant is pinned to a CPU.
-pub const FLAG_PINNED: u64 = 2;
+pub(crate) const FLAG_PINNED: u64 = 2;
 /// First flag bit a plant model may set for itself ([`crate::plant_rt::PlantModel::flags`]);
 /// bits 8 to 62 are the model's.
 pub const FLAG_MODEL_FIRST: u64 = 1 << 8;
 /// Flag bit: the plant's loop has started (its clock is running).
-pub const FLAG_RUNNING: u64 = 1 << 63;
+pub(crate) const FLAG_RUNNING: u64 = 1 << 63;
 
 #[cfg(test)]
 mod tests {

@@ -194,7 +194,7 @@ impl PlantProcess {
     /// # Errors
     /// The plant exited (its exit status), or did not start in time (`TimedOut`, naming the
     /// time waited and the plant's pid).
-    pub fn wait_running(&mut self, timeout_ns: u64) -> io::Result<()> {
+    pub(crate) fn wait_running(&mut self, timeout_ns: u64) -> io::Result<()> {
         let t0 = preempt_io::sys::clock::monotonic_now_ns();
         loop {
             if self.counters().running {
