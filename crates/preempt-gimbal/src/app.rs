@@ -27,21 +27,21 @@ pub const EXIT_PLANT_DIED: i32 = 5;
 
 /// Set by the watchdog when the plant process is gone (it then rings `done` so that a
 /// waiting exchange returns).
-pub static PLANT_DEAD: AtomicBool = AtomicBool::new(false);
+pub(crate) static PLANT_DEAD: AtomicBool = AtomicBool::new(false);
 /// Set when the run should end early (Ctrl-C, SIGTERM): `sample` stops the app.
-pub static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 /// The grid's start, taken by `bus_setup` as soon as the gate opens.
 static T0: AtomicU64 = AtomicU64::new(0);
 /// Controllers' time in the current sample, ns (summed by the four tasks).
 static CTRL_NS: AtomicU64 = AtomicU64::new(0);
 /// Setpoints `sample` took from the non-real-time side (a Foxglove client).
-pub static LIVE_SETPOINTS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static LIVE_SETPOINTS: AtomicU64 = AtomicU64::new(0);
 /// Sample jobs whose controller release was refused (previous job still queued).
-pub static REFUSED: AtomicU64 = AtomicU64::new(0);
+pub(crate) static REFUSED: AtomicU64 = AtomicU64::new(0);
 /// The RTIO backend the exchange uses (set once by `bus_setup`).
-pub static BACKEND: Mutex<String> = Mutex::new(String::new());
+pub(crate) static BACKEND: Mutex<String> = Mutex::new(String::new());
 /// The exchange error that stopped the run, if any.
-pub static ERROR: Mutex<Option<String>> = Mutex::new(None);
+pub(crate) static ERROR: Mutex<Option<String>> = Mutex::new(None);
 
 /// What the app needs from its caller.
 #[derive(Debug)]

@@ -33,9 +33,9 @@ use crate::model::{AxisParams, ENCODER_RAD_PER_COUNT};
 /// Sample period of the current loop, s (10 kHz).
 pub const SAMPLE_S: f64 = 100e-6;
 /// Sample period, ns.
-pub const SAMPLE_NS: u64 = 100_000;
+pub(crate) const SAMPLE_NS: u64 = 100_000;
 /// The position loop runs every this many samples (1 kHz).
-pub const POSITION_EVERY: u64 = 10;
+pub(crate) const POSITION_EVERY: u64 = 10;
 /// Current loop crossover, rad/s.
 const CURRENT_WC: f64 = std::f64::consts::TAU * 500.0;
 /// Position loop natural frequency, rad/s, and damping.
@@ -50,13 +50,13 @@ const I_MAX: f64 = 3.0;
 pub const AXES: [&str; 2] = ["pan", "tilt"];
 
 /// An encoder count in radians.
-pub fn counts_to_rad(counts: i32) -> f64 {
+pub(crate) fn counts_to_rad(counts: i32) -> f64 {
     f64::from(counts) * ENCODER_RAD_PER_COUNT
 }
 
 /// PI current controller with anti-windup (conditional integration): A → V.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CurrentPi {
+pub(crate) struct CurrentPi {
     kp: f64,
     ki: f64,
     v_max: f64,
@@ -65,7 +65,7 @@ pub struct CurrentPi {
 
 impl CurrentPi {
     /// Tuned for `p` (module docs).
-    pub fn for_axis(p: &AxisParams) -> CurrentPi {
+    pub(crate) fn for_axis(p: &AxisParams) -> CurrentPi {
         CurrentPi {
             kp: p.l * CURRENT_WC,
             ki: p.r * CURRENT_WC,
@@ -75,7 +75,7 @@ impl CurrentPi {
     }
 
     /// One 100 µs step: the voltage for current `reference` given the `measured` current.
-    pub fn update(&mut self, reference: f64, measured: f64) -> f64 {
+    pub(crate) fn update(&mut self, reference: f64, measured: f64) -> f64 {
         let error = reference - measured;
         let candidate = self.integral + error * SAMPLE_S;
         let unclamped = self.kp * error + self.ki * candidate;
@@ -88,7 +88,7 @@ impl CurrentPi {
 
 /// PD position controller, filtered derivative on the measurement: rad → A.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PositionPd {
+pub(crate) struct PositionPd {
     kp: f64,
     kd: f64,
     last: Option<f64>,
@@ -97,7 +97,7 @@ pub struct PositionPd {
 
 impl PositionPd {
     /// Tuned for `p` (module docs).
-    pub fn for_axis(p: &AxisParams) -> PositionPd {
+    pub(crate) fn for_axis(p: &AxisParams) -> PositionPd {
         let gain = p.torque_per_amp();
         PositionPd {
             kp: POSITION_WN * POSITION_WN * p.j_total() / gain,
@@ -108,7 +108,7 @@ impl PositionPd {
     }
 
     /// One 1 ms step: the current reference for `setpoint` given the measured angle.
-    pub fn update(&mut self, setpoint: f64, theta: f64) -> f64 {
+    pub(crate) fn update(&mut self, setpoint: f64, theta: f64) -> f64 {
         let dt = SAMPLE_S * POSITION_EVERY as f64;
         if let Some(last) = self.last {
             let raw = (theta - last) / dt;
@@ -122,7 +122,7 @@ impl PositionPd {
 /// One axis's cascade: the position PD feeding the current PI, and the current reference
 /// between them (what the thesis's figure 7.4 chains).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Cascade {
+pub(crate) struct Cascade {
     pi: CurrentPi,
     pd: PositionPd,
     iref: f64,
@@ -130,7 +130,7 @@ pub struct Cascade {
 
 impl Cascade {
     /// Tuned for `p`, at rest.
-    pub fn for_axis(p: &AxisParams) -> Cascade {
+    pub(crate) fn for_axis(p: &AxisParams) -> Cascade {
         Cascade {
             pi: CurrentPi::for_axis(p),
             pd: PositionPd::for_axis(p),
@@ -139,13 +139,13 @@ impl Cascade {
     }
 
     /// The position loop (every 10th sample): returns the new current reference.
-    pub fn position(&mut self, setpoint: f64, angle: f64) -> f64 {
+    pub(crate) fn position(&mut self, setpoint: f64, angle: f64) -> f64 {
         self.pd.update(setpoint, angle)
     }
 
     /// The current loop (every sample), with a new current reference when the position loop
     /// chained it: the voltage command.
-    pub fn current(&mut self, iref: Option<f64>, measured: f64) -> f32 {
+    pub(crate) fn current(&mut self, iref: Option<f64>, measured: f64) -> f32 {
         if let Some(r) = iref {
             self.iref = r;
         }
@@ -170,7 +170,7 @@ pub struct Steps(pub Vec<Step>);
 
 impl Steps {
     /// The default script: pan to 0.5 rad at 0.2 s, tilt to −0.3 rad at 1.0 s.
-    pub fn default_script() -> Steps {
+    pub(crate) fn default_script() -> Steps {
         "pan=0.5@0.2s,tilt=-0.3@1.0s"
             .parse()
             .unwrap_or_else(|_| Steps::default())

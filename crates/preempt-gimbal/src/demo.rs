@@ -46,7 +46,7 @@ use preempt_rig::telemetry::McapTail;
 const BRIDGE_CAPACITY: usize = 1 << 16;
 /// SCHED_FIFO priority of the plant's step loop: above the controller's (p90), as separate
 /// hardware would be.
-pub const PLANT_PRIORITY: u8 = 95;
+pub(crate) const PLANT_PRIORITY: u8 = 95;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -134,7 +134,7 @@ impl DemoConfig {
 
 /// `gimbal-plant` next to the running executable (or one directory up, for test binaries
 /// in `target/*/deps`).
-pub fn default_plant_exe() -> PathBuf {
+pub(crate) fn default_plant_exe() -> PathBuf {
     harness::sibling_exe("gimbal-plant")
 }
 

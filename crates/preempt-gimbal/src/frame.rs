@@ -47,9 +47,9 @@ use preempt_rig::exchange::Exchange;
 /// Bytes per direction of one transaction.
 pub const FRAME_LEN: usize = 24;
 /// SPI clock of the simulated bus, Hz (the thesis's setup ran SPI at 10 MHz class speeds).
-pub const BUS_HZ: u64 = 10_000_000;
+pub(crate) const BUS_HZ: u64 = 10_000_000;
 /// Bus time of one transaction: 24 bytes × 8 bits at 10 MHz = 19.2 µs.
-pub const BUS_NS: u64 = (FRAME_LEN as u64) * 8 * 1_000_000_000 / BUS_HZ;
+pub(crate) const BUS_NS: u64 = (FRAME_LEN as u64) * 8 * 1_000_000_000 / BUS_HZ;
 /// One gimbal transaction on the rig's exchange (set up for [`FRAME_LEN`] each way): sends
 /// `tx`, returns what the plant sent meanwhile.
 ///

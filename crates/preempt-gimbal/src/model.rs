@@ -40,10 +40,10 @@ use preempt_rig::rng::Rng;
 /// Integration step, s (40 kHz, thesis §7.1).
 pub const STEP_S: f64 = 25e-6;
 /// Integration step, ns.
-pub const STEP_NS: u64 = 25_000;
+pub(crate) const STEP_NS: u64 = 25_000;
 /// Encoder resolution on the load shaft, rad per count (13 bits; the thesis measured
 /// 766.6 µrad, §7.4).
-pub const ENCODER_RAD_PER_COUNT: f64 = 766.6e-6;
+pub(crate) const ENCODER_RAD_PER_COUNT: f64 = 766.6e-6;
 
 /// One axis's physical parameters (SI units, load side unless said otherwise).
 ///
@@ -78,7 +78,7 @@ pub struct AxisParams {
 
 impl AxisParams {
     /// The pan axis (the heavier: it carries the tilt axis).
-    pub const PAN: AxisParams = AxisParams {
+    pub(crate) const PAN: AxisParams = AxisParams {
         r: 2.0,
         l: 0.2e-3,
         kt: 0.025,
@@ -93,19 +93,19 @@ impl AxisParams {
     };
 
     /// The tilt axis.
-    pub const TILT: AxisParams = AxisParams {
+    pub(crate) const TILT: AxisParams = AxisParams {
         j_load: 1.0e-3,
         tc: 3.0e-3,
         ..AxisParams::PAN
     };
 
     /// Inertia seen at the load shaft, kg·m².
-    pub fn j_total(&self) -> f64 {
+    pub(crate) fn j_total(&self) -> f64 {
         self.j_load + self.gear * self.gear * self.j_rotor
     }
 
     /// Torque at the load per ampere, N·m/A.
-    pub fn torque_per_amp(&self) -> f64 {
+    pub(crate) fn torque_per_amp(&self) -> f64 {
         self.gear * self.kt
     }
 }
@@ -166,12 +166,12 @@ impl Axis {
 
     /// The encoder reading, counts (round to nearest; 13 bits span a full turn, so the
     /// count is kept signed and unwrapped, as the controller accumulates it).
-    pub fn encoder_counts(&self) -> i32 {
+    pub(crate) fn encoder_counts(&self) -> i32 {
         (self.theta / ENCODER_RAD_PER_COUNT).round() as i32
     }
 
     /// The current sensor's reading, A.
-    pub fn current_reading(&self) -> f64 {
+    pub(crate) fn current_reading(&self) -> f64 {
         self.current + self.noise
     }
 }
@@ -193,7 +193,7 @@ impl Plant {
     }
 
     /// Both axes at rest with `params`.
-    pub fn with_params(params: [AxisParams; 2], seed: u64) -> Plant {
+    pub(crate) fn with_params(params: [AxisParams; 2], seed: u64) -> Plant {
         Plant {
             axes: [Axis::new(params[0]), Axis::new(params[1])],
             steps: 0,

@@ -28,7 +28,7 @@ use preempt_rig::spawn::PlantCounters;
 const SETTLING_BAND: f64 = 0.02;
 /// The series' finest spacing, samples (every 10th: 1 kHz), kept for the
 /// [`SERIES_DENSE_S`] after each step (the step responses' plots).
-pub const SERIES_EVERY: u64 = 10;
+pub(crate) const SERIES_EVERY: u64 = 10;
 /// Seconds after each step kept at the finest spacing (3× the reference's ~100 ms settling).
 pub const SERIES_DENSE_S: f64 = 0.3;
 /// Points elsewhere in the series, at most (the tracking-error plot): a 60 s run's JSON
@@ -91,7 +91,7 @@ pub struct MissCauses {
 }
 
 /// Attributes the gaps in `real` (sorted by sample number) of a run of `expected` samples.
-pub fn miss_causes(real: &[SampleRecord], expected: u64, plant_stalls: u64) -> MissCauses {
+pub(crate) fn miss_causes(real: &[SampleRecord], expected: u64, plant_stalls: u64) -> MissCauses {
     let mut c = MissCauses {
         plant_stalls,
         ..MissCauses::default()
@@ -271,7 +271,7 @@ fn by_sample(records: &[SampleRecord], n: u64, axis: usize) -> Vec<Option<f64>> 
 }
 
 /// The per-axis quality of `real` against `reference` (indexed by sample number).
-pub fn axis_quality(
+pub(crate) fn axis_quality(
     steps: &Steps,
     real: &[SampleRecord],
     reference: &[SampleRecord],
@@ -357,7 +357,7 @@ pub fn series(steps: &Steps, real: &[SampleRecord], reference: &[SampleRecord]) 
 
 /// CPU per sample: each sample's own time plus its controllers' (reported by the next
 /// sample's record).
-pub fn cpu_per_sample(real: &[SampleRecord]) -> Vec<u64> {
+pub(crate) fn cpu_per_sample(real: &[SampleRecord]) -> Vec<u64> {
     real.windows(2)
         .filter(|w| w[1].k == w[0].k + 1)
         .map(|w| w[0].sample_ns + w[1].controllers_prev_ns)

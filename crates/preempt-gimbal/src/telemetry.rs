@@ -56,7 +56,7 @@ pub const STATE_SCHEMA: &str = r##"{
 }"##;
 
 /// JSON Schema of `/gimbal/tasks`.
-pub const TASKS_SCHEMA: &str = r#"{
+pub(crate) const TASKS_SCHEMA: &str = r#"{
   "title": "preempt.AppStats",
   "description": "Per-task accounting of the controller app (preempt::AppStats)",
   "type": "object"
@@ -155,12 +155,12 @@ pub const GIMBAL_CHANNELS: Channels<'static> = Channels {
 
 /// An open gimbal recording ([`JsonMcap`] with [`GIMBAL_CHANNELS`]).
 #[derive(Debug)]
-pub struct McapSink(JsonMcap);
+pub(crate) struct McapSink(JsonMcap);
 
 impl McapSink {
     /// Creates `path` (truncating it) with the three channels; sample 0 is logged at
     /// `base_ns` (ns since the Unix epoch). Errors name the path.
-    pub fn create(path: &Path, base_ns: u64) -> io::Result<McapSink> {
+    pub(crate) fn create(path: &Path, base_ns: u64) -> io::Result<McapSink> {
         JsonMcap::create(path, base_ns, GIMBAL_CHANNELS).map(McapSink)
     }
 
@@ -168,7 +168,7 @@ impl McapSink {
     ///
     /// # Errors
     /// Write errors.
-    pub fn state(&mut self, r: &SampleRecord) -> io::Result<()> {
+    pub(crate) fn state(&mut self, r: &SampleRecord) -> io::Result<()> {
         let t = r.k * crate::control::SAMPLE_NS;
         self.0.write(STATE, r.k, t, &StateMsg::of(r))
     }
@@ -177,7 +177,7 @@ impl McapSink {
     ///
     /// # Errors
     /// Write errors.
-    pub fn reference(&mut self, r: &SampleRecord) -> io::Result<()> {
+    pub(crate) fn reference(&mut self, r: &SampleRecord) -> io::Result<()> {
         let t = r.k * crate::control::SAMPLE_NS;
         self.0.write(REFERENCE, r.k, t, &StateMsg::of(r))
     }
@@ -186,30 +186,22 @@ impl McapSink {
     ///
     /// # Errors
     /// Write errors.
-    pub fn tasks(&mut self, json: &str, t_ns: u64) -> io::Result<()> {
+    pub(crate) fn tasks(&mut self, json: &str, t_ns: u64) -> io::Result<()> {
         self.0.write_raw(TASKS, json.as_bytes(), t_ns)
     }
 
     /// Messages written so far.
-    pub fn counts(&self) -> Counts {
+    pub(crate) fn counts(&self) -> Counts {
         Counts::of(self.0.counts())
     }
 
-    /// Writes the summary and index and closes the file.
-    ///
-    /// # Errors
-    /// Write errors.
-    pub fn finish(self) -> io::Result<Counts> {
-        self.0.finish().map(|c| Counts::of(&c))
-    }
-
     /// Ends the writing of messages ([`JsonMcap::into_tail`]); `failed`: a write that failed.
-    pub fn into_tail(self, failed: Option<String>) -> McapTail {
+    pub(crate) fn into_tail(self, failed: Option<String>) -> McapTail {
         self.0.into_tail(failed)
     }
 
     /// Drops the recording of a run that never started ([`JsonMcap::discard`]).
-    pub fn discard(self) {
+    pub(crate) fn discard(self) {
         self.0.discard();
     }
 }
