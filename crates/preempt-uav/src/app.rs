@@ -34,16 +34,16 @@ use crate::record::FlightRecord;
 pub const EXIT_SIM_DIED: i32 = 5;
 
 /// Set by the watchdog when the simulator is gone (it then rings `done`).
-pub static SIM_DEAD: AtomicBool = AtomicBool::new(false);
+pub(crate) static SIM_DEAD: AtomicBool = AtomicBool::new(false);
 /// Set when the run should end early (Ctrl-C, SIGTERM).
-pub static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 static T0: AtomicU64 = AtomicU64::new(0);
 /// Live waypoints the controller took (`--ros2`'s `/uav/waypoint`).
-pub static LIVE_WAYPOINTS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static LIVE_WAYPOINTS: AtomicU64 = AtomicU64::new(0);
 /// The RTIO backend the exchange uses.
-pub static BACKEND: Mutex<String> = Mutex::new(String::new());
+pub(crate) static BACKEND: Mutex<String> = Mutex::new(String::new());
 /// The error that stopped the run, if any.
-pub static ERROR: Mutex<Option<String>> = Mutex::new(None);
+pub(crate) static ERROR: Mutex<Option<String>> = Mutex::new(None);
 
 /// What the app needs from its caller.
 #[derive(Debug)]

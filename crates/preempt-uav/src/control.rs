@@ -102,7 +102,7 @@ impl Default for Mission {
 
 /// Phases of the mission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// On the ground, motors off.
     Ground,
     /// Climbing.
@@ -152,7 +152,7 @@ impl Mission {
     }
 
     /// The phase at mission time `t`.
-    pub fn phase(&self, t: f64) -> Phase {
+    pub(crate) fn phase(&self, t: f64) -> Phase {
         let climb = self.start_s + self.climb_s;
         if t < self.start_s {
             Phase::Ground
@@ -251,7 +251,7 @@ impl Mission {
     /// airborne (hover and square) the vehicle holds `w` instead of flying the mission; the
     /// descent lands below `w`. On the ground and while climbing the mission's setpoint
     /// stands (a waypoint that arrives then applies from the hover on).
-    pub fn at_waypoint(&self, t: f64, w: Option<V3>) -> Setpoint {
+    pub(crate) fn at_waypoint(&self, t: f64, w: Option<V3>) -> Setpoint {
         let mut sp = self.at(t);
         let Some(w) = w else { return sp };
         let axes = match self.phase(t) {
@@ -308,7 +308,7 @@ impl Controller {
     }
 
     /// One control step with its intermediate values.
-    pub fn step_full(&mut self, sp: &Setpoint, s: &Sensors) -> Output {
+    pub(crate) fn step_full(&mut self, sp: &Setpoint, s: &Sensors) -> Output {
         if sp.idle {
             return Output::default();
         }

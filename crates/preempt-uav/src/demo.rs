@@ -43,7 +43,7 @@ use crate::telemetry::{McapSink, Topic};
 /// Bridge capacity, records: 65 s of telemetry at 250 Hz.
 const BRIDGE_CAPACITY: usize = 1 << 14;
 /// SCHED_FIFO priority of the simulator's step loop (its bus thread gets one less).
-pub const SIM_PRIORITY: u8 = 95;
+pub(crate) const SIM_PRIORITY: u8 = 95;
 
 /// The scheduling policy a flight's control thread runs under, as the study names its row.
 #[derive(Clone, Debug, PartialEq)]

@@ -31,7 +31,7 @@ pub const TX_LEN: usize = 20;
 pub const RX_LEN: usize = 60;
 /// Bus time of one transaction: the longer frame (60 bytes) at 10 MHz, as an SPI link to a
 /// flight-controller board would carry it, µs-class like the gimbal's.
-pub const BUS_NS: u64 = (RX_LEN as u64) * 8 * 1_000_000_000 / 10_000_000;
+pub(crate) const BUS_NS: u64 = (RX_LEN as u64) * 8 * 1_000_000_000 / 10_000_000;
 
 const _: () = assert!(TX_LEN <= SLOT_LEN && RX_LEN <= SLOT_LEN);
 

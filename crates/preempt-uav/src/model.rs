@@ -46,12 +46,12 @@ use preempt_rig::rng::Rng;
 /// the attitude dynamics near 15 rad/s are far inside RK4's stability region at this step).
 pub const STEP_S: f64 = 1e-3;
 /// Integration step, ns.
-pub const STEP_NS: u64 = 1_000_000;
+pub(crate) const STEP_NS: u64 = 1_000_000;
 /// Standard gravity, m/s².
-pub const G: f64 = 9.806_65;
+pub(crate) const G: f64 = 9.806_65;
 
 /// A 3-vector.
-pub type V3 = [f64; 3];
+pub(crate) type V3 = [f64; 3];
 
 /// Physical parameters (SI units). The defaults are a 450 mm-class quadrotor (F450 frame,
 /// 10" propellers): mass and inertia as published for that frame in the quadrotor-control
@@ -121,7 +121,7 @@ impl Params {
 
     /// The mixer's exact inverse: squared rotor speeds from (thrust, τx, τy, τz), before any
     /// saturation (closed form of the 4×4 inverse, see the module table).
-    pub fn unmix(&self, w: [f64; 4]) -> [f64; 4] {
+    pub(crate) fn unmix(&self, w: [f64; 4]) -> [f64; 4] {
         let a = w[0] / self.kf;
         let b = w[1] / (self.arm * self.kf);
         let c = w[2] / (self.arm * self.kf);
@@ -151,7 +151,7 @@ pub struct State {
 
 impl State {
     /// At rest on the ground at the origin, level.
-    pub const REST: State = State {
+    pub(crate) const REST: State = State {
         p: [0.0; 3],
         v: [0.0; 3],
         q: [1.0, 0.0, 0.0, 0.0],
@@ -207,7 +207,8 @@ impl Quad {
     }
 
     /// Simulated time, s.
-    pub fn time_s(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn time_s(&self) -> f64 {
         self.steps as f64 * STEP_S
     }
 
@@ -346,7 +347,7 @@ fn norm4(q: [f64; 4]) -> f64 {
 }
 
 /// The rotation matrix (body to world) of a unit quaternion (w, x, y, z).
-pub fn rot(q: [f64; 4]) -> [V3; 3] {
+pub(crate) fn rot(q: [f64; 4]) -> [V3; 3] {
     let [w, x, y, z] = q;
     [
         [
@@ -368,7 +369,7 @@ pub fn rot(q: [f64; 4]) -> [V3; 3] {
 }
 
 /// Roll, pitch, yaw (ZYX) of a unit quaternion, rad.
-pub fn euler(q: [f64; 4]) -> V3 {
+pub(crate) fn euler(q: [f64; 4]) -> V3 {
     let r = rot(q);
     [
         r[2][1].atan2(r[2][2]),
@@ -403,7 +404,7 @@ pub fn quat_rpy(rpy: V3) -> [f64; 4] {
 }
 
 /// The angle between two attitudes given as roll, pitch, yaw, rad.
-pub fn attitude_distance(a: V3, b: V3) -> f64 {
+pub(crate) fn attitude_distance(a: V3, b: V3) -> f64 {
     let (ra, rb) = (rot_rpy(a), rot_rpy(b));
     let mut trace = 0.0;
     for i in 0..3 {

@@ -30,7 +30,12 @@ pub struct FlightRecord {
 
 impl FlightRecord {
     /// A record of step `k` (times filled in by the caller).
-    pub fn new(k: u64, sensors: SensorFrame, sp: &Setpoint, command: Command) -> FlightRecord {
+    pub(crate) fn new(
+        k: u64,
+        sensors: SensorFrame,
+        sp: &Setpoint,
+        command: Command,
+    ) -> FlightRecord {
         FlightRecord {
             k,
             sensors,

@@ -167,7 +167,7 @@ pub struct FlightCell {
 }
 
 /// Quality of `flight` against `reference` (matched by step number) into `cell`.
-pub fn fill_quality(
+pub(crate) fn fill_quality(
     cell: &mut FlightCell,
     mission: &Mission,
     flight: &[FlightRecord],

@@ -23,7 +23,7 @@ use crate::control::PERIOD_NS;
 use crate::record::FlightRecord;
 
 /// JSON Schema of both topics.
-pub const STATE_SCHEMA: &str = r#"{
+pub(crate) const STATE_SCHEMA: &str = r#"{
   "title": "preempt.uav.State",
   "description": "One 250 Hz control step of the UAV demonstrator",
   "type": "object",
@@ -81,7 +81,7 @@ impl StateMsg {
 
 /// Which topic a record goes to (its index in [`UAV_CHANNELS`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Topic {
+pub(crate) enum Topic {
     /// `/uav/state`.
     State = 0,
     /// `/uav/reference`.
@@ -97,14 +97,14 @@ pub const UAV_CHANNELS: Channels<'static> = Channels {
 
 /// An open flight recording ([`JsonMcap`] with [`UAV_CHANNELS`]).
 #[derive(Debug)]
-pub struct McapSink(JsonMcap);
+pub(crate) struct McapSink(JsonMcap);
 
 impl McapSink {
     /// A new recording at `path` (truncated), step 0 logged at `base_ns` (Unix ns).
     ///
     /// # Errors
     /// File creation or MCAP header errors, naming the path.
-    pub fn create(path: &Path, base_ns: u64) -> io::Result<McapSink> {
+    pub(crate) fn create(path: &Path, base_ns: u64) -> io::Result<McapSink> {
         JsonMcap::create(path, base_ns, UAV_CHANNELS).map(McapSink)
     }
 
@@ -113,7 +113,7 @@ impl McapSink {
     ///
     /// # Errors
     /// Write errors.
-    pub fn describe(&mut self, fields: &[(&str, String)]) -> io::Result<()> {
+    pub(crate) fn describe(&mut self, fields: &[(&str, String)]) -> io::Result<()> {
         self.0.metadata("preempt.uav.flight", fields)
     }
 
@@ -121,36 +121,19 @@ impl McapSink {
     ///
     /// # Errors
     /// Write errors.
-    pub fn write(&mut self, topic: Topic, r: &FlightRecord) -> io::Result<()> {
+    pub(crate) fn write(&mut self, topic: Topic, r: &FlightRecord) -> io::Result<()> {
         self.0
             .write(topic as usize, r.k, r.k * PERIOD_NS, &StateMsg::of(r))
     }
 
-    /// Messages written per topic so far (`[state, reference]`).
-    pub fn counts(&self) -> [u64; 2] {
-        counts(self.0.counts())
-    }
-
-    /// Writes the summary and index and closes the file; returns the counts per topic.
-    ///
-    /// # Errors
-    /// Write errors.
-    pub fn finish(self) -> io::Result<[u64; 2]> {
-        self.0.finish().map(|c| counts(&c))
-    }
-
     /// Drops the recording of a flight that never started ([`JsonMcap::discard`]).
-    pub fn discard(self) {
+    pub(crate) fn discard(self) {
         self.0.discard();
     }
 
     /// Ends the writing of messages ([`JsonMcap::into_tail`]); `failed`: a write that failed.
     /// The demo writes the figures, then ends the recording ([`McapTail::close`]).
-    pub fn into_tail(self, failed: Option<String>) -> McapTail {
+    pub(crate) fn into_tail(self, failed: Option<String>) -> McapTail {
         self.0.into_tail(failed)
     }
-}
-
-fn counts(c: &[u64]) -> [u64; 2] {
-    [c[Topic::State as usize], c[Topic::Reference as usize]]
 }
