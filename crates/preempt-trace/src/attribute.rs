@@ -259,7 +259,7 @@ impl ThrottleTracker {
     pub const MERGE_NS: u64 = 1_000_000;
 
     /// Takes the next event of the CPU (in time order).
-    pub fn observe(&mut self, e: &Event) {
+    pub(crate) fn observe(&mut self, e: &Event) {
         if let Kind::Switch { next_prio, .. } = e.kind {
             if stops_rt_class(&e.kind) {
                 self.start(e.ts);
@@ -653,7 +653,7 @@ impl Acc {
 
 /// Policy and user-visible priority from a kernel priority (include/linux/sched/prio.h:
 /// `MAX_RT_PRIO` = 100, `DEFAULT_PRIO` = 120; deadline tasks report −1).
-pub fn policy_of(kernel_prio: i32) -> (Option<&'static str>, Option<i32>) {
+pub(crate) fn policy_of(kernel_prio: i32) -> (Option<&'static str>, Option<i32>) {
     if kernel_prio < 0 {
         (Some("SCHED_DEADLINE"), None)
     } else if kernel_prio < 100 {
@@ -848,7 +848,7 @@ impl State {
 /// (kernel/irq/manage.c, `setup_irq_thread`; the comm is cut at 15 characters), which delays
 /// a lower-priority task like any thread but is interrupt work. Other names are returned as
 /// they are.
-pub fn name_threaded_irq(comm: String) -> String {
+pub(crate) fn name_threaded_irq(comm: String) -> String {
     let Some((irq, action)) = comm.strip_prefix("irq/").and_then(|r| r.split_once('-')) else {
         return comm;
     };

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::format::{EventFormat, Field};
 
 /// A task's command name as the kernel stores it (`TASK_COMM_LEN` = 16, NUL-padded).
-pub type Comm = [u8; 16];
+pub(crate) type Comm = [u8; 16];
 
 /// The x86 interrupt vectors traced through `irq_vectors` (system interrupts without an irq
 /// number: the local APIC timer, inter-processor interrupts).
@@ -30,7 +30,7 @@ pub enum Vector {
 
 impl Vector {
     /// The name shown in causes (as in `/proc/interrupts`: LOC, RES, CAL, IWI).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Vector::LocalTimer => "LOC local_timer",
             Vector::Reschedule => "RES reschedule",
@@ -131,7 +131,7 @@ pub struct Event {
 }
 
 /// Softirq vector names (include/linux/interrupt.h, `softirq_to_name`).
-pub const SOFTIRQ_NAMES: [&str; 10] = [
+pub(crate) const SOFTIRQ_NAMES: [&str; 10] = [
     "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
 ];
 
@@ -390,7 +390,7 @@ impl Decoder {
     }
 
     /// The handler name of interrupt `irq` (`irq<N>` if its entry was never seen).
-    pub fn irq_name(&self, irq: i32) -> String {
+    pub(crate) fn irq_name(&self, irq: i32) -> String {
         self.irq_names
             .get(&irq)
             .cloned()

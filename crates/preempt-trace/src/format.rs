@@ -167,7 +167,7 @@ impl PageHeader {
     ///
     /// # Errors
     /// A message naming the missing field.
-    pub fn parse(text: &str) -> Result<PageHeader, String> {
+    pub(crate) fn parse(text: &str) -> Result<PageHeader, String> {
         let mut fields = Vec::new();
         for line in text.lines() {
             let line = line.trim();
@@ -193,7 +193,7 @@ impl PageHeader {
     }
 
     /// Bytes per page (what one `read` of `trace_pipe_raw` returns).
-    pub fn page_size(&self) -> usize {
+    pub(crate) fn page_size(&self) -> usize {
         self.data_offset + self.data_size
     }
 }

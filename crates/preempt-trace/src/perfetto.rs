@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use crate::attribute::Explanation;
 
 /// Process id used for the per-CPU explanation tracks.
-pub const EXPLAIN_PID: u32 = 1_000_000;
+pub(crate) const EXPLAIN_PID: u32 = 1_000_000;
 
 /// A trace being built.
 #[derive(Debug, Default)]
@@ -46,7 +46,7 @@ impl ChromeTrace {
     }
 
     /// Names a process (a track group).
-    pub fn process_name(&mut self, pid: u32, name: &str) {
+    pub(crate) fn process_name(&mut self, pid: u32, name: &str) {
         self.events.push(
             json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
             "args": {"name": name}}),

@@ -53,7 +53,7 @@ pub struct Page {
 ///
 /// # Errors
 /// A message if the page is shorter than its header says.
-pub fn parse_page(
+pub(crate) fn parse_page(
     page: &[u8],
     hdr: &PageHeader,
     mut each: impl FnMut(u64, &[u8]),
