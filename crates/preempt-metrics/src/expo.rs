@@ -73,7 +73,7 @@ pub enum Format {
 
 impl Format {
     /// The `Content-Type` of a response in this format.
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
             Format::PrometheusText => "text/plain; version=0.0.4; charset=utf-8",
@@ -81,7 +81,7 @@ impl Format {
     }
 
     /// The format an `Accept` header asks for (OpenMetrics only when it is named).
-    pub fn from_accept(accept: Option<&str>) -> Format {
+    pub(crate) fn from_accept(accept: Option<&str>) -> Format {
         match accept {
             Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
             _ => Format::PrometheusText,

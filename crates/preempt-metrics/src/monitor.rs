@@ -51,17 +51,17 @@ use crate::expo::{self, Labels, seconds};
 use crate::window::SlidingMax;
 
 /// Default period: 1 ms (`preempt latency`'s and cyclictest's usual interval).
-pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000;
+pub(crate) const DEFAULT_INTERVAL_NS: u64 = 1_000_000;
 /// Default priority: high, below the kernel's own priority-99 threads (as `preempt latency`).
 pub const DEFAULT_PRIORITY: u8 = 80;
 /// Default sliding window for the recent maximum and the steal-time verdict: one minute.
-pub const DEFAULT_WINDOW_NS: u64 = 60_000_000_000;
+pub(crate) const DEFAULT_WINDOW_NS: u64 = 60_000_000_000;
 /// Default re-check period of the readiness items: five minutes (the audit reads /proc and
 /// /sys, a few milliseconds of CPU; a kernel parameter rarely changes faster).
-pub const DEFAULT_RECHECK_NS: u64 = 300_000_000_000;
+pub(crate) const DEFAULT_RECHECK_NS: u64 = 300_000_000_000;
 /// Shortest interval accepted: below 10 µs the loop measures its own overhead more than the
 /// machine (one wake-up costs ~2 µs on a quiet core, ~20 µs on this project's VMs).
-pub const MIN_INTERVAL_NS: u64 = 10_000;
+pub(crate) const MIN_INTERVAL_NS: u64 = 10_000;
 /// A measuring thread whose last wake-up is older than this many intervals (and at least one
 /// second) is reported as stalled.
 const STALL_INTERVALS: u64 = 100;
