@@ -166,7 +166,7 @@ impl CellResult {
 }
 
 /// Label for extra streams.
-pub fn extra_label(extra: &[u32]) -> String {
+pub(crate) fn extra_label(extra: &[u32]) -> String {
     match extra {
         [] => "none".into(),
         [a, rest @ ..] if rest.iter().all(|r| r == a) => format!("{}@{}Hz", extra.len(), a),

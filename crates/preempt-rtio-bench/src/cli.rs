@@ -240,7 +240,7 @@ pub struct Config {
 }
 
 /// The talk's extra-stream rows.
-pub const EXTRA_ROWS: [&[u32]; 5] = [&[], &[100], &[100, 100], &[400], &[400, 400]];
+pub(crate) const EXTRA_ROWS: [&[u32]; 5] = [&[], &[100], &[100, 100], &[400], &[400, 400]];
 
 fn parse_extra(label: &str) -> Result<Vec<u32>, String> {
     let l = label.trim().trim_end_matches("Hz").trim_end_matches("hz");
@@ -254,7 +254,7 @@ fn parse_extra(label: &str) -> Result<Vec<u32>, String> {
 }
 
 /// Where `imu-sim` is by default: next to this executable (or one level up from `deps/`).
-pub fn default_imu_sim() -> PathBuf {
+pub(crate) fn default_imu_sim() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
     let here = dir.join("imu-sim");
