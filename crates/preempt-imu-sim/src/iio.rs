@@ -31,7 +31,7 @@ use preempt_io::sys::fdio;
 use preempt_io::sys::timerfd::TimerFd;
 
 /// Channels of the stand-in: (attribute prefix, scan index, `*_type`).
-pub const CHANNELS: [(&str, u32, &str); 4] = [
+pub(crate) const CHANNELS: [(&str, u32, &str); 4] = [
     ("in_accel_x", 0, "le:s16/16>>0"),
     ("in_accel_y", 1, "le:s16/16>>0"),
     ("in_accel_z", 2, "le:s16/16>>0"),

@@ -29,9 +29,9 @@ use preempt_io::sys::timerfd::TimerFd;
 use crate::fifo::{Fifo, Regs};
 
 /// ODRs the IMU supports (the talk's two rates).
-pub const IMU_ODRS: [u32; 2] = [3200, 6400];
+pub(crate) const IMU_ODRS: [u32; 2] = [3200, 6400];
 /// Rates the extra accelerometers support.
-pub const ACCEL_ODRS: [u32; 2] = [100, 400];
+pub(crate) const ACCEL_ODRS: [u32; 2] = [100, 400];
 
 /// How readers reach the registers (see `preempt_io::rtio::simimu`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -136,7 +136,7 @@ pub struct SimReport {
 }
 
 /// Applies pinning and SCHED_FIFO to the calling thread, reporting what was granted.
-pub fn apply_rt(cfg: &SimConfig, report: &mut SimReport) {
+pub(crate) fn apply_rt(cfg: &SimConfig, report: &mut SimReport) {
     if let Some(cpu) = cfg.cpu {
         report.pinned = Some(sched::set_current_thread_affinity(&[cpu]).is_ok());
     }

@@ -169,14 +169,6 @@ impl SimProcess {
         self.child.pid()
     }
 
-    /// Whether the child has exited (and how).
-    ///
-    /// # Errors
-    /// `waitpid` errors.
-    pub fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
-        self.child.try_wait()
-    }
-
     /// Kills the simulator and reaps it (dropping the `SimProcess` does it too).
     ///
     /// # Errors
