@@ -16,7 +16,7 @@
 pub const MAX_DOMAIN_ID: u16 = 232;
 /// The largest domain id whose ports stay below Linux's ephemeral range (32 768..): ROS 2's
 /// docs call 0..=101 safe on Linux.
-pub const MAX_SAFE_DOMAIN_ID: u16 = 101;
+pub(crate) const MAX_SAFE_DOMAIN_ID: u16 = 101;
 /// The longest topic name: rmw's `RMW_TOPIC_MAX_NAME_LENGTH` (255 less the `rt/` prefix and
 /// room for a suffix).
 pub const MAX_TOPIC_LEN: usize = 247;
@@ -44,7 +44,7 @@ pub fn parse_domain_id(s: &str, what: &str) -> Result<u16, String> {
 ///
 /// # Errors
 /// A value [`parse_domain_id`] refuses.
-pub fn domain_id_from_env() -> Result<u16, String> {
+pub(crate) fn domain_id_from_env() -> Result<u16, String> {
     match std::env::var("ROS_DOMAIN_ID") {
         Ok(s) if !s.trim().is_empty() => parse_domain_id(&s, "ROS_DOMAIN_ID"),
         _ => Ok(0),
@@ -108,7 +108,7 @@ pub fn check_topic(name: &str) -> Result<(), String> {
 ///
 /// # Errors
 /// What is wrong.
-pub fn check_node(namespace: &str, name: &str) -> Result<(), String> {
+pub(crate) fn check_node(namespace: &str, name: &str) -> Result<(), String> {
     let ok_start = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
     if !ok_start || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(format!(
@@ -128,7 +128,7 @@ pub fn check_node(namespace: &str, name: &str) -> Result<(), String> {
 ///
 /// # Errors
 /// getifaddrs fails.
-pub fn multicast_interfaces() -> std::io::Result<Vec<String>> {
+pub(crate) fn multicast_interfaces() -> std::io::Result<Vec<String>> {
     use nix::net::if_::InterfaceFlags;
     let mut up: Vec<String> = nix::ifaddrs::getifaddrs()
         .map_err(std::io::Error::from)?
@@ -147,7 +147,7 @@ pub fn multicast_interfaces() -> std::io::Result<Vec<String>> {
 ///
 /// # Errors
 /// None is up with multicast, naming the fix.
-pub fn check_network() -> Result<Vec<String>, String> {
+pub(crate) fn check_network() -> Result<Vec<String>, String> {
     let up = multicast_interfaces()
         .map_err(|e| format!("--ros2: cannot list the network interfaces: {e}"))?;
     if up.is_empty() {

@@ -101,7 +101,7 @@ impl NodeConfig {
     ///
     /// # Errors
     /// A bad name or `ROS_DOMAIN_ID`.
-    pub fn from_env(name: &str) -> Result<NodeConfig, String> {
+    pub(crate) fn from_env(name: &str) -> Result<NodeConfig, String> {
         let cfg = NodeConfig {
             namespace: "/".into(),
             name: name.into(),
