@@ -102,38 +102,7 @@ pub fn run(args: &MicroArgs, argv: Vec<String>) -> Result<u8> {
 /// figures of an emulated CPU as the emulator's.
 fn print_table(m: &MicroResult, virtualization: Option<&str>) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let tick_ns = 1e9 / m.clock.counter_hz;
-    writeln!(
-        out,
-        "clock: {:?} at {:.4} GHz (one tick = {tick_ns:.1} ns), calibrated against {} (+/-{} ppm), \
-         steps of {} tick(s) = {:.1} ns; cycles = {}",
-        m.clock.counter,
-        m.clock.counter_hz / 1e9,
-        m.clock.calibrated_against,
-        m.clock.calibration_uncertainty_ppm,
-        m.clock.resolution_ticks,
-        m.clock.resolution_ticks as f64 * tick_ns,
-        m.clock.unit
-    )?;
-    if let Some(v) = virtualization.filter(|v| v.contains("emulated")) {
-        writeln!(
-            out,
-            "emulated CPU ({v}): every cycle and nanosecond figure below is the emulator's, \
-             not the hardware's"
-        )?;
-    }
-    writeln!(
-        out,
-        "timing overhead (two back-to-back reads): p50 {} cycles = {} ns, max {} cycles; {}",
-        m.overhead.cycles.p50_cycles,
-        m.overhead.ns.p50_ns,
-        m.overhead.cycles.max_cycles,
-        if m.benches.iter().any(|b| b.overhead_subtracted_cycles > 0) {
-            "subtracted from every sample"
-        } else {
-            "included in every figure (not subtracted)"
-        }
-    )?;
+    print_clock_and_overhead(&mut out, m, virtualization)?;
     // Column widths: the longest set name and id (framework ids are long).
     let sw = m
         .benches
@@ -218,6 +187,60 @@ fn print_table(m: &MicroResult, virtualization: Option<&str>) -> Result<()> {
             )?,
         }
     }
+    print_notes(&mut out, m, soft)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The clock (counter, frequency, resolution) and the timing overhead lines; marks an
+/// emulated CPU's figures as the emulator's.
+fn print_clock_and_overhead(
+    out: &mut impl Write,
+    m: &MicroResult,
+    virtualization: Option<&str>,
+) -> Result<()> {
+    let tick_ns = 1e9 / m.clock.counter_hz;
+    writeln!(
+        out,
+        "clock: {:?} at {:.4} GHz (one tick = {tick_ns:.1} ns), calibrated against {} (+/-{} ppm), \
+         steps of {} tick(s) = {:.1} ns; cycles = {}",
+        m.clock.counter,
+        m.clock.counter_hz / 1e9,
+        m.clock.calibrated_against,
+        m.clock.calibration_uncertainty_ppm,
+        m.clock.resolution_ticks,
+        m.clock.resolution_ticks as f64 * tick_ns,
+        m.clock.unit
+    )?;
+    if let Some(v) = virtualization.filter(|v| v.contains("emulated")) {
+        writeln!(
+            out,
+            "emulated CPU ({v}): every cycle and nanosecond figure below is the emulator's, \
+             not the hardware's"
+        )?;
+    }
+    writeln!(
+        out,
+        "timing overhead (two back-to-back reads): p50 {} cycles = {} ns, max {} cycles; {}",
+        m.overhead.cycles.p50_cycles,
+        m.overhead.ns.p50_ns,
+        m.overhead.cycles.max_cycles,
+        if m.benches.iter().any(|b| b.overhead_subtracted_cycles > 0) {
+            "subtracted from every sample"
+        } else {
+            "included in every figure (not subtracted)"
+        }
+    )?;
+    Ok(())
+}
+
+/// The notes under the table: how framework rows were timed, what `[soft]` means, and the
+/// sets not measured yet.
+fn print_notes(
+    out: &mut impl Write,
+    m: &MicroResult,
+    soft: impl Fn(&MicroBench) -> bool,
+) -> Result<()> {
     if m.benches
         .iter()
         .any(|b| b.set == "framework" && b.cycles.is_some())
@@ -228,7 +251,7 @@ fn print_table(m: &MicroResult, virtualization: Option<&str>) -> Result<()> {
              are the runtime with accounting = false, the others the default app (accounting on)"
         )?;
     }
-    if m.benches.iter().any(soft) {
+    if m.benches.iter().any(&soft) {
         writeln!(out, "[soft]: {}", framework::SOFT_NOTE)?;
     }
     for s in &m.sets {
@@ -241,6 +264,5 @@ fn print_table(m: &MicroResult, virtualization: Option<&str>) -> Result<()> {
             )?;
         }
     }
-    out.flush()?;
     Ok(())
 }

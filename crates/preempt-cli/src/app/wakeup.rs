@@ -20,6 +20,54 @@ use crate::warnings::Warning;
 
 /// `preempt wakeup`: wake-up latency per event source and load.
 pub(crate) fn run(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
+    let cfg = wakeup_config(a)?;
+    let (priority, waiter_cpu, trigger_cpu) = (cfg.priority, cfg.waiter_cpu, cfg.trigger_cpu);
+    let lines = wakeup::GpioLines {
+        out: a.gpio_out,
+        input: a.gpio_in,
+    };
+    let output = OutputConfig::from(&a.output);
+    let mut session = Session::start(
+        "wakeup",
+        argv,
+        Sink::new(output.export_json.as_deref(), output.export_csv.as_deref()),
+        &[],
+        a.history.config(),
+    )?;
+    let stop = measure::install_stop_flag()?;
+    let env = RtEnvironment::prepare(RtConfig::from(&a.rt));
+    session.warnings.extend(env.warnings.iter().cloned());
+    session.add_machine_warnings(&[waiter_cpu]);
+    eprintln!(
+        "preempt: wakeup of a SCHED_FIFO {priority} waiter on CPU {waiter_cpu}, trigger on CPU {trigger_cpu}, {} samples per case",
+        a.samples
+    );
+    let mut progress = Progress::new("wakeup", output.progress);
+    let result = wakeup::run_with_gpio(&cfg, lines, &stop, &mut |d, t, what| {
+        progress.update(d as f64 / t as f64, what)
+    })?;
+    progress.finish();
+    if stop.load(Relaxed) {
+        session.warnings.push(Warning::Interrupted);
+    }
+    let mut file = session.file(RunResult::Wakeup(Box::new(result.clone())));
+    file.interrupted = stop.load(Relaxed);
+    let saved = session.save(&file);
+    session.print_warnings();
+    if output.json_stdout {
+        print_json(&file)?;
+    } else {
+        print_wakeup(&result)?;
+    }
+    saved.exit(if stop.load(Relaxed) {
+        measure::interrupted_exit_code()
+    } else {
+        EXIT_OK
+    })
+}
+
+/// Validates the flags into the measurement's configuration (exit 2 naming the flag).
+fn wakeup_config(a: &WakeupArgs) -> Result<wakeup::WakeupConfig> {
     let online = online()?;
     let priority = config::rt_priority(a.priority, "SCHED_FIFO")?;
     if priority < 2 {
@@ -63,7 +111,7 @@ pub(crate) fn run(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
     };
     let mut sources = a.sources.clone();
     sources.dedup();
-    let cfg = wakeup::WakeupConfig {
+    Ok(wakeup::WakeupConfig {
         sources,
         samples: a.samples,
         interval_ns: config::us_to_ns(a.interval, "--interval")?,
@@ -72,80 +120,42 @@ pub(crate) fn run(a: &WakeupArgs, argv: Vec<String>) -> Result<u8> {
         trigger_cpu,
         loads,
         gpio_chip: a.gpio_chip.clone(),
-    };
-    let lines = wakeup::GpioLines {
-        out: a.gpio_out,
-        input: a.gpio_in,
-    };
-    let output = OutputConfig::from(&a.output);
-    let mut session = Session::start(
-        "wakeup",
-        argv,
-        Sink::new(output.export_json.as_deref(), output.export_csv.as_deref()),
-        &[],
-        a.history.config(),
-    )?;
-    let stop = measure::install_stop_flag()?;
-    let env = RtEnvironment::prepare(RtConfig::from(&a.rt));
-    session.warnings.extend(env.warnings.iter().cloned());
-    session.add_machine_warnings(&[waiter_cpu]);
-    eprintln!(
-        "preempt: wakeup of a SCHED_FIFO {priority} waiter on CPU {waiter_cpu}, trigger on CPU {trigger_cpu}, {} samples per case",
-        a.samples
-    );
-    let mut progress = Progress::new("wakeup", output.progress);
-    let result = wakeup::run_with_gpio(&cfg, lines, &stop, &mut |d, t, what| {
-        progress.update(d as f64 / t as f64, what)
-    })?;
-    progress.finish();
-    if stop.load(Relaxed) {
-        session.warnings.push(Warning::Interrupted);
-    }
-    let mut file = session.file(RunResult::Wakeup(Box::new(result.clone())));
-    file.interrupted = stop.load(Relaxed);
-    let saved = session.save(&file);
-    session.print_warnings();
-    if output.json_stdout {
-        print_json(&file)?;
-    } else {
-        let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "{:<8} {:<22} {:>8} {:>8} {:>8} {:>8} {:>9}",
-            "source", "load", "min_us", "p50_us", "p99_us", "p99.9_us", "max_us"
-        )?;
-        for c in &result.cases {
-            match (&c.latency, &c.skipped) {
-                (Some(d), _) => {
-                    let s = &d.summary;
-                    writeln!(
-                        out,
-                        "{:<8} {:<22} {:>8} {:>8} {:>8} {:>8} {:>9}",
-                        c.source,
-                        c.load,
-                        us(s.min_ns),
-                        us(s.p50_ns),
-                        us(s.p99_ns),
-                        us(s.p99_9_ns),
-                        us(s.max_ns)
-                    )?;
-                }
-                (None, Some(why)) => {
-                    writeln!(out, "{:<8} {:<22} skipped: {why}", c.source, c.load)?
-                }
-                (None, None) => writeln!(out, "{:<8} {:<22} not run", c.source, c.load)?,
-            }
-        }
-        writeln!(
-            out,
-            "tool overhead: clock read p50 {} ns",
-            result.overhead.clock_read.p50_ns
-        )?;
-        out.flush()?;
-    }
-    saved.exit(if stop.load(Relaxed) {
-        measure::interrupted_exit_code()
-    } else {
-        EXIT_OK
     })
+}
+
+/// The terminal table: one line per source and load, then the tool's overhead.
+fn print_wakeup(result: &crate::results::WakeupResult) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<8} {:<22} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "source", "load", "min_us", "p50_us", "p99_us", "p99.9_us", "max_us"
+    )?;
+    for c in &result.cases {
+        match (&c.latency, &c.skipped) {
+            (Some(d), _) => {
+                let s = &d.summary;
+                writeln!(
+                    out,
+                    "{:<8} {:<22} {:>8} {:>8} {:>8} {:>8} {:>9}",
+                    c.source,
+                    c.load,
+                    us(s.min_ns),
+                    us(s.p50_ns),
+                    us(s.p99_ns),
+                    us(s.p99_9_ns),
+                    us(s.max_ns)
+                )?;
+            }
+            (None, Some(why)) => writeln!(out, "{:<8} {:<22} skipped: {why}", c.source, c.load)?,
+            (None, None) => writeln!(out, "{:<8} {:<22} not run", c.source, c.load)?,
+        }
+    }
+    writeln!(
+        out,
+        "tool overhead: clock read p50 {} ns",
+        result.overhead.clock_read.p50_ns
+    )?;
+    out.flush()?;
+    Ok(())
 }
