@@ -6,11 +6,19 @@
 //!
 //! Without CAP_SYS_NICE the same tests run under SCHED_OTHER (printed), which still checks
 //! mutual exclusion and deadlock freedom but not the single-CPU priority behaviour.
+//!
+//! On an emulated CPU (`PREEMPT_EMULATED_CPU=1`, set in `scripts/rt_guests.py`'s qemu-system
+//! guests) every test runs a tenth of its rounds under a watchdog three times as long
+//! (`common::rounds`, `common::watchdog_limit`): what it checks there is progress and
+//! exclusion on the real kernel's futexes, not how many rounds a starved emulator manages.
 #![cfg(not(loom))] // real threads and real futexes; loom builds use tests/loom_*.rs
 
 mod common;
 
-use common::{Rng, fifo_permitted, pin_to_cpu, set_fifo, sleep_until, stress_scale, with_watchdog};
+use common::{
+    Rng, fifo_permitted, pin_to_cpu, rounds, set_fifo, sleep_until, stress_scale, watchdog_limit,
+    with_watchdog,
+};
 use preempt_sync::clock::now_ns;
 use preempt_sync::event::Event;
 use preempt_sync::pcp::{PcpGroup, PcpMutex};
@@ -74,7 +82,7 @@ fn random_nested_orders_many_threads() {
     rt_note(rt);
     with_watchdog(
         "random_nested_orders_many_threads",
-        Duration::from_secs(60),
+        watchdog_limit(Duration::from_secs(60)),
         move || {
             let g = leak(PcpGroup::new());
             // (users' priorities) -> ceiling = highest user priority.
@@ -90,7 +98,7 @@ fn random_nested_orders_many_threads() {
                 })
                 .collect();
             let priorities = [1u8, 1, 2, 2, 3, 4];
-            let iterations = 4_000 * stress_scale();
+            let iterations = rounds(4_000) * stress_scale();
             let threads: Vec<_> = priorities
                 .iter()
                 .enumerate()
@@ -199,21 +207,21 @@ fn contended_unlock_pinned_to_one_cpu_never_hangs() {
         eprintln!("note: CPU 0 is not in this process's affinity mask; running unpinned");
     }
     let runs = 8 * stress_scale();
-    const ROUNDS: u64 = 1_000;
+    let rounds = rounds(1_000);
     with_watchdog(
         "listing2 pinned",
-        Duration::from_secs(60 * stress_scale()),
+        watchdog_limit(Duration::from_secs(60 * stress_scale())),
         move || {
             let mut blocked_total = 0;
             for _ in 0..runs {
-                let (count, blocked) = listing2(ROUNDS, pinned, rt);
-                assert_eq!(count, 2 * ROUNDS);
+                let (count, blocked) = listing2(rounds, pinned, rt);
+                assert_eq!(count, 2 * rounds);
                 blocked_total += blocked;
             }
             // With FIFO priorities on one CPU the low task runs exactly while the high one
             // sleeps inside the lock, so it must have blocked on the lock in most rounds.
             // (Not asserted: it is a timing property. Printed for the log.)
-            eprintln!("contended rounds: {blocked_total} of {}", runs * ROUNDS);
+            eprintln!("contended rounds: {blocked_total} of {}", runs * rounds);
         },
     );
 }
@@ -221,9 +229,11 @@ fn contended_unlock_pinned_to_one_cpu_never_hangs() {
 #[test]
 fn contended_unlock_unpinned() {
     let rt = fifo_permitted();
-    with_watchdog("listing2 unpinned", Duration::from_secs(60), move || {
-        let (count, _) = listing2(1_000, false, rt);
-        assert_eq!(count, 2_000);
+    let rounds = rounds(1_000);
+    let limit = watchdog_limit(Duration::from_secs(60));
+    with_watchdog("listing2 unpinned", limit, move || {
+        let (count, _) = listing2(rounds, false, rt);
+        assert_eq!(count, 2 * rounds);
     });
 }
 
@@ -237,10 +247,11 @@ fn random_orders_pinned_preempting() {
     let pinned = std::thread::spawn(|| pin_to_cpu(0)).join().unwrap();
     with_watchdog(
         "random_orders_pinned_preempting",
-        Duration::from_secs(60),
+        watchdog_limit(Duration::from_secs(60)),
         move || {
             let g = leak(PcpGroup::new());
             let users: [&[u8]; 4] = [&[1, 2, 3], &[1, 2], &[2, 3], &[1, 3]];
+            let per_thread = rounds(1_500) * stress_scale();
             let resources: Vec<&'static Resource> = users
                 .iter()
                 .map(|u| {
@@ -269,7 +280,7 @@ fn random_orders_pinned_preempting() {
                         }
                         let mut rng = Rng::new(u64::from(p) * 77);
                         let mut done = 0u64;
-                        for _ in 0..1_500 * stress_scale() {
+                        for _ in 0..per_thread {
                             let mut chain = mine.clone();
                             rng.shuffle(&mut chain);
                             // Lower priorities hold locks longer, so higher ones preempt them
@@ -294,7 +305,7 @@ fn random_orders_pinned_preempting() {
                 })
                 .collect();
             let total: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
-            assert_eq!(total, 3 * 1_500 * stress_scale());
+            assert_eq!(total, 3 * per_thread);
         },
     );
 }

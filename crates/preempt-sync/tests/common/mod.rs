@@ -77,6 +77,48 @@ pub(crate) fn stress_scale() -> u64 {
     }
 }
 
+/// Set to `1` by `scripts/rt_guests.py` in its qemu-system guests, whose CPU is emulated (qemu
+/// TCG) on a host that may starve it: the stress tests there prove progress on the real
+/// kernel's futexes (PI futexes on PREEMPT_RT's rt_mutex), not throughput, so they run
+/// [`rounds`]' fewer rounds under [`watchdog_limit`]'s longer watchdog. Unset (natively, CI's
+/// host runs) both are the native values.
+pub(crate) const EMULATED_CPU_ENV: &str = "PREEMPT_EMULATED_CPU";
+
+/// Divisor of the round counts under [`EMULATED_CPU_ENV`].
+pub(crate) const EMULATED_ROUNDS_DIVISOR: u64 = 10;
+
+/// Multiplier of the watchdogs under [`EMULATED_CPU_ENV`].
+pub(crate) const EMULATED_WATCHDOG_FACTOR: u32 = 3;
+
+/// Whether [`EMULATED_CPU_ENV`] is `1` (any other value but unset is refused).
+pub(crate) fn emulated_cpu() -> bool {
+    match std::env::var(EMULATED_CPU_ENV) {
+        Err(_) => false,
+        Ok(v) if v == "1" => true,
+        Ok(v) if v == "0" => false,
+        Ok(v) => panic!("{EMULATED_CPU_ENV} must be 1 (an emulated CPU) or 0, got {v:?}"),
+    }
+}
+
+/// A test's round count: `native`, or `native / EMULATED_ROUNDS_DIVISOR` on an emulated CPU.
+pub(crate) fn rounds(native: u64) -> u64 {
+    if emulated_cpu() {
+        (native / EMULATED_ROUNDS_DIVISOR).max(1)
+    } else {
+        native
+    }
+}
+
+/// A watchdog's limit: `native`, or `native * EMULATED_WATCHDOG_FACTOR` on an emulated CPU
+/// (a hang still fails, later).
+pub(crate) fn watchdog_limit(native: Duration) -> Duration {
+    if emulated_cpu() {
+        native * EMULATED_WATCHDOG_FACTOR
+    } else {
+        native
+    }
+}
+
 /// Sleeps until the absolute monotonic time `deadline` (a futex wait nobody wakes).
 pub(crate) fn sleep_until(deadline: u64) {
     let never = preempt_sync::event::Event::new();
