@@ -253,19 +253,8 @@ impl Evidence {
 
 /// Judges the sources: `None` is bare metal.
 pub fn detect(s: &Sources) -> Option<Finding> {
-    // 1. User-mode emulation: the kernel describes a CPU of another architecture.
-    if let Some(cpu_arch) = preempt_io::sys::cpu::cpuinfo_arch(&s.cpuinfo) {
-        if !s.binary_arch.is_empty() && s.binary_arch != cpu_arch {
-            return Some(Finding {
-                kind: Kind::Emulated,
-                platform: "qemu-user".into(),
-                evidence: vec![format!(
-                    "this binary is {} code but /proc/cpuinfo describes an {cpu_arch} CPU \
-                     (binfmt_misc runs it under an emulator)",
-                    s.binary_arch
-                )],
-            });
-        }
+    if let Some(f) = user_mode_emulation(s) {
+        return Some(f);
     }
     let mut ev = Evidence::default();
     // 2. CPUID signature (x86).
@@ -278,58 +267,8 @@ pub fn detect(s: &Sources) -> Option<Finding> {
         tcg_signature = sig.starts_with("TCGTCGTCGTCG");
         ev.note(p, format!("cpuid signature {sig}"));
     }
-    // 3. DMI.
-    let dmi = &s.dmi;
-    let aws_metal =
-        dmi.sys_vendor.starts_with("Amazon EC2") && dmi.product_name.ends_with(".metal");
-    if !aws_metal {
-        for (field, value) in [
-            ("sys_vendor", &dmi.sys_vendor),
-            ("product_name", &dmi.product_name),
-            ("board_vendor", &dmi.board_vendor),
-            ("bios_vendor", &dmi.bios_vendor),
-        ] {
-            if let Some((_, p)) = DMI_VENDORS.iter().find(|(n, _)| value.starts_with(n)) {
-                ev.note(p, format!("DMI {field} {value}"));
-                break;
-            }
-        }
-        if dmi.sys_vendor.starts_with("Microsoft Corporation")
-            && dmi.product_name.starts_with("Virtual Machine")
-        {
-            ev.note(
-                "microsoft",
-                format!("DMI {} {}", dmi.sys_vendor, dmi.product_name),
-            );
-        }
-    }
-    // 4. Device tree.
-    if let Some(hv) = &s.dt_hypervisor {
-        let joined = hv.join(" ");
-        let p = if joined.contains("linux,kvm") {
-            "kvm"
-        } else if joined.contains("xen") {
-            "xen"
-        } else if joined.contains("vmware") {
-            "vmware"
-        } else {
-            "unknown hypervisor"
-        };
-        ev.note(p, format!("device tree /hypervisor compatible {joined}"));
-    }
-    if let Some(c) = s
-        .dt_compatible
-        .iter()
-        .find(|c| *c == "linux,dummy-virt" || *c == "qemu,pseries")
-    {
-        ev.note("qemu", format!("device tree compatible {c}"));
-    }
-    if let Some(n) = s.dt_nodes.iter().find(|n| n.contains("fw-cfg")) {
-        ev.note(
-            "qemu",
-            format!("device tree node {n} (qemu's firmware configuration)"),
-        );
-    }
+    dmi_evidence(&s.dmi, &mut ev);
+    device_tree_evidence(s, &mut ev);
     // 5. Xen's sysfs.
     if let Some(t) = &s.sys_hypervisor_type {
         ev.note("xen", format!("/sys/hypervisor/type {t}"));
@@ -393,6 +332,84 @@ pub fn detect(s: &Sources) -> Option<Finding> {
         platform,
         evidence,
     })
+}
+
+/// Step 1, user-mode emulation: the kernel describes a CPU of another architecture than
+/// the binary's.
+fn user_mode_emulation(s: &Sources) -> Option<Finding> {
+    if let Some(cpu_arch) = preempt_io::sys::cpu::cpuinfo_arch(&s.cpuinfo) {
+        if !s.binary_arch.is_empty() && s.binary_arch != cpu_arch {
+            return Some(Finding {
+                kind: Kind::Emulated,
+                platform: "qemu-user".into(),
+                evidence: vec![format!(
+                    "this binary is {} code but /proc/cpuinfo describes an {cpu_arch} CPU \
+                     (binfmt_misc runs it under an emulator)",
+                    s.binary_arch
+                )],
+            });
+        }
+    }
+    None
+}
+
+/// Step 3, DMI: a hypervisor vendor in the system, board or BIOS fields (an AWS `.metal`
+/// instance is bare metal).
+fn dmi_evidence(dmi: &Dmi, ev: &mut Evidence) {
+    let aws_metal =
+        dmi.sys_vendor.starts_with("Amazon EC2") && dmi.product_name.ends_with(".metal");
+    if !aws_metal {
+        for (field, value) in [
+            ("sys_vendor", &dmi.sys_vendor),
+            ("product_name", &dmi.product_name),
+            ("board_vendor", &dmi.board_vendor),
+            ("bios_vendor", &dmi.bios_vendor),
+        ] {
+            if let Some((_, p)) = DMI_VENDORS.iter().find(|(n, _)| value.starts_with(n)) {
+                ev.note(p, format!("DMI {field} {value}"));
+                break;
+            }
+        }
+        if dmi.sys_vendor.starts_with("Microsoft Corporation")
+            && dmi.product_name.starts_with("Virtual Machine")
+        {
+            ev.note(
+                "microsoft",
+                format!("DMI {} {}", dmi.sys_vendor, dmi.product_name),
+            );
+        }
+    }
+}
+
+/// Step 4, device tree: a `/hypervisor` node, qemu's machine compatibles or its fw-cfg
+/// node.
+fn device_tree_evidence(s: &Sources, ev: &mut Evidence) {
+    if let Some(hv) = &s.dt_hypervisor {
+        let joined = hv.join(" ");
+        let p = if joined.contains("linux,kvm") {
+            "kvm"
+        } else if joined.contains("xen") {
+            "xen"
+        } else if joined.contains("vmware") {
+            "vmware"
+        } else {
+            "unknown hypervisor"
+        };
+        ev.note(p, format!("device tree /hypervisor compatible {joined}"));
+    }
+    if let Some(c) = s
+        .dt_compatible
+        .iter()
+        .find(|c| *c == "linux,dummy-virt" || *c == "qemu,pseries")
+    {
+        ev.note("qemu", format!("device tree compatible {c}"));
+    }
+    if let Some(n) = s.dt_nodes.iter().find(|n| n.contains("fw-cfg")) {
+        ev.note(
+            "qemu",
+            format!("device tree node {n} (qemu's firmware configuration)"),
+        );
+    }
 }
 
 /// What was looked at when nothing was found, for `preempt check`'s bare-metal line.

@@ -334,6 +334,22 @@ fn draw(
             }
         ),
     );
+    b.raw(&delay_table(d, &all));
+    let explained_ns: u64 = top_causes.iter().map(|t| t.total_ns).sum();
+    let by_total: Vec<&TopCause> = top_causes.iter().take(MAX_CAUSES).collect();
+    b.p("Top causes by total delay:");
+    b.raw(&causes_table(&by_total, explained_ns, explained, nouns));
+    let mut by_count: Vec<&TopCause> = top_causes.iter().collect();
+    by_count.sort_by(|a, b| b.count.cmp(&a.count).then(b.total_ns.cmp(&a.total_ns)));
+    by_count.truncate(MAX_CAUSES);
+    b.p(&format!("Top causes by count ({nouns} they appear in):"));
+    b.raw(&causes_table(&by_count, explained_ns, explained, nouns));
+    Ok(())
+}
+
+/// The table of the drawn delays, numbered as their bars: who, when, the latency, its main
+/// cause and share, the steal time, and whether the trace covered the window.
+fn delay_table(d: &Drawing<'_>, all: &[Drawn<'_>]) -> String {
     let with_covered = all.iter().any(|e| e.covered.is_some());
     let rows: Vec<Vec<Cell>> = all
         .iter()
@@ -376,15 +392,5 @@ fn draw(
     if with_covered {
         headers.push("trace covered");
     }
-    b.raw(&table(&headers, &rows));
-    let explained_ns: u64 = top_causes.iter().map(|t| t.total_ns).sum();
-    let by_total: Vec<&TopCause> = top_causes.iter().take(MAX_CAUSES).collect();
-    b.p("Top causes by total delay:");
-    b.raw(&causes_table(&by_total, explained_ns, explained, nouns));
-    let mut by_count: Vec<&TopCause> = top_causes.iter().collect();
-    by_count.sort_by(|a, b| b.count.cmp(&a.count).then(b.total_ns.cmp(&a.total_ns)));
-    by_count.truncate(MAX_CAUSES);
-    b.p(&format!("Top causes by count ({nouns} they appear in):"));
-    b.raw(&causes_table(&by_count, explained_ns, explained, nouns));
-    Ok(())
+    table(&headers, &rows)
 }

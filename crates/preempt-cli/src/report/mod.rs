@@ -520,7 +520,32 @@ pub fn verdict(inputs: &[Input]) -> Verdict {
             verdict.push(why);
         }
     }
-    for (_, r) in &results {
+    cards.extend(measurement_cards(&results, &micros));
+    meh |= machine_findings(inputs, &mut verdict);
+    let class = if bad {
+        "bad"
+    } else if meh {
+        "meh"
+    } else {
+        "good"
+    };
+    let text = if verdict.is_empty() {
+        "No problem found in these results.".to_string()
+    } else {
+        capitalise(&verdict.join("; ")) + "."
+    };
+    Verdict { class, text, cards }
+}
+
+/// The cards of the results that add a figure but no sentence to the verdict: the worst
+/// wake-up, the RTIO benchmark's, the context switch.
+fn measurement_cards(
+    results: &[(&Input, &ResultFile)],
+    micros: &[(&Input, &ResultFile, &MicroResult)],
+) -> Vec<(String, String, String)> {
+    let mut cards: Vec<(String, String, String)> = Vec::new();
+    let card = |k: &str, v: &str, s: &str| (k.to_string(), v.to_string(), s.to_string());
+    for (_, r) in results {
         if let RunResult::Wakeup(w) = &r.result {
             if let Some((c, d)) = w
                 .cases
@@ -541,14 +566,14 @@ pub fn verdict(inputs: &[Input]) -> Verdict {
             }
         }
     }
-    for (_, r) in &results {
+    for (_, r) in results {
         if let RunResult::RtioBench(x) = &r.result {
             for (k, v, s) in rtio::cards(x) {
                 cards.push(card(&k, &v, &s));
             }
         }
     }
-    for (_, _, m) in &micros {
+    for (_, _, m) in micros {
         if let Some(cs) = m.benches.iter().find(|x| x.id == "context_switch") {
             if let (Some(d), Some(c)) = (&cs.ns, &cs.cycles) {
                 cards.push(card(
@@ -564,34 +589,30 @@ pub fn verdict(inputs: &[Input]) -> Verdict {
             }
         }
     }
-    if let Some(s) = inputs.iter().find_map(|i| sysinfo_of(&i.loaded)) {
-        if s.preempt_model != "rt" {
-            meh = true;
-            verdict.push(format!(
-                "the kernel runs preemption model '{}', not PREEMPT_RT",
-                s.preempt_model
-            ));
-        }
-        if let Some(v) = &s.virtualization {
-            meh = true;
-            verdict.push(format!(
-                "virtual machine ({v}): host scheduling adds latency"
-            ));
-        }
+    cards
+}
+
+/// What the machine of the first input with system information adds to the verdict (no
+/// PREEMPT_RT, a virtual machine); true when that makes it "meh".
+fn machine_findings(inputs: &[Input], verdict: &mut Vec<String>) -> bool {
+    let Some(s) = inputs.iter().find_map(|i| sysinfo_of(&i.loaded)) else {
+        return false;
+    };
+    let mut meh = false;
+    if s.preempt_model != "rt" {
+        meh = true;
+        verdict.push(format!(
+            "the kernel runs preemption model '{}', not PREEMPT_RT",
+            s.preempt_model
+        ));
     }
-    let class = if bad {
-        "bad"
-    } else if meh {
-        "meh"
-    } else {
-        "good"
-    };
-    let text = if verdict.is_empty() {
-        "No problem found in these results.".to_string()
-    } else {
-        capitalise(&verdict.join("; ")) + "."
-    };
-    Verdict { class, text, cards }
+    if let Some(v) = &s.virtualization {
+        meh = true;
+        verdict.push(format!(
+            "virtual machine ({v}): host scheduling adds latency"
+        ));
+    }
+    meh
 }
 
 fn summary_section(b: &mut Builder, inputs: &[Input]) {
