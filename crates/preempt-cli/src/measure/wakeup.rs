@@ -245,6 +245,25 @@ fn setup_thread(cpu: usize, priority: u8) -> Result<(), String> {
     Ok(())
 }
 
+/// What the waiter and the trigger of one case share.
+struct Case<'a> {
+    source: SourceArg,
+    cfg: &'a WakeupConfig,
+    channel: &'a Channel,
+    stop: &'a AtomicBool,
+    hist: &'a Histogram,
+    /// When the current event was fired (QUIT: stop waiting).
+    trigger_ns: AtomicU64,
+    /// Events the waiter has taken.
+    acked: AtomicU64,
+    waiter_tid: AtomicI32,
+    /// A thread's setup failed: the other one does not measure.
+    failed: AtomicBool,
+    /// The timerfd case has no trigger thread: the kernel fires the timer.
+    timer_mode: bool,
+    barrier: Barrier,
+}
+
 fn run_case(
     source: SourceArg,
     cfg: &WakeupConfig,
@@ -253,117 +272,29 @@ fn run_case(
 ) -> Result<Histogram> {
     let channel = Channel::new(source, cfg, lines)?;
     let hist = Histogram::new();
-    let trigger_ns = AtomicU64::new(0);
-    let acked = AtomicU64::new(0);
-    let waiter_tid = AtomicI32::new(0);
-    let failed = AtomicBool::new(false);
     let timer_mode = matches!(channel, Channel::Timer(_));
-    // The timerfd case has no trigger thread: the kernel fires the timer.
-    let barrier = Barrier::new(if timer_mode { 1 } else { 2 });
+    let case = Case {
+        source,
+        cfg,
+        channel: &channel,
+        stop,
+        hist: &hist,
+        trigger_ns: AtomicU64::new(0),
+        acked: AtomicU64::new(0),
+        waiter_tid: AtomicI32::new(0),
+        failed: AtomicBool::new(false),
+        timer_mode,
+        barrier: Barrier::new(if timer_mode { 1 } else { 2 }),
+    };
     let (waiter_res, trigger_res) = std::thread::scope(|s| {
         let waiter = std::thread::Builder::new()
             .name("preempt-waiter".into())
-            .spawn_scoped(s, || -> Result<(), String> {
-                let setup = setup_thread(cfg.waiter_cpu, cfg.priority).and_then(|()| {
-                    if let Channel::Signal(sig) = channel {
-                        signal::block_signal(sig).map_err(|e| format!("pthread_sigmask: {e}"))?;
-                    }
-                    Ok(())
-                });
-                waiter_tid.store(sched::current_tid(), Release);
-                if setup.is_err() {
-                    failed.store(true, Release);
-                }
-                barrier.wait();
-                setup?;
-                for i in 0..cfg.samples {
-                    if failed.load(Acquire) || (timer_mode && stop.load(Relaxed)) {
-                        break;
-                    }
-                    if let Channel::Timer(t) = &channel {
-                        let expiry = monotonic_now_ns() + cfg.interval_ns;
-                        t.set_absolute_ns(expiry, 0)
-                            .map_err(|e| format!("timerfd_settime: {e}"))?;
-                        trigger_ns.store(expiry, Relaxed);
-                    }
-                    channel
-                        .wait()
-                        .map_err(|e| format!("waiting on {}: {e}", source_name(source)))?;
-                    let wake = monotonic_now_ns();
-                    let t = trigger_ns.load(Acquire);
-                    if t == QUIT {
-                        break;
-                    }
-                    hist.record(wake.saturating_sub(t), i);
-                    acked.store(i + 1, Release);
-                }
-                Ok(())
-            })
+            .spawn_scoped(s, || waiter(&case))
             .map_err(|e| e.to_string());
         let trigger = (!timer_mode).then(|| {
             std::thread::Builder::new()
                 .name("preempt-trigger".into())
-                .spawn_scoped(s, || -> Result<(), String> {
-                    // The trigger runs one priority below the waiter so that, sharing a CPU, the
-                    // woken waiter preempts it at once.
-                    let setup =
-                        setup_thread(cfg.trigger_cpu, cfg.priority.saturating_sub(1).max(1));
-                    if setup.is_err() {
-                        failed.store(true, Release);
-                    }
-                    barrier.wait();
-                    let tid = waiter_tid.load(Acquire);
-                    let quit = || {
-                        trigger_ns.store(QUIT, Release);
-                        // The waiter may have ended already; then nobody reads this event.
-                        let _ = channel.fire(tid);
-                    };
-                    if let Err(e) = setup {
-                        quit();
-                        return Err(e);
-                    }
-                    if failed.load(Acquire) {
-                        return Ok(()); // the waiter failed its setup and is not waiting
-                    }
-                    let mut next = monotonic_now_ns() + cfg.interval_ns;
-                    for i in 0..cfg.samples {
-                        let waited_since = monotonic_now_ns();
-                        loop {
-                            sleep_until_ns(ClockId::Monotonic, next).map_err(|e| e.to_string())?;
-                            next += cfg.interval_ns;
-                            if stop.load(Relaxed) || acked.load(Acquire) >= i {
-                                break;
-                            }
-                            if monotonic_now_ns() - waited_since > STALL_LIMIT_NS {
-                                quit();
-                                return Err(format!(
-                                    "the waiter did not take event {i} within 2 s"
-                                ));
-                            }
-                        }
-                        if stop.load(Relaxed) {
-                            break;
-                        }
-                        trigger_ns.store(monotonic_now_ns(), Release);
-                        channel
-                            .fire(tid)
-                            .map_err(|e| format!("firing {}: {e}", source_name(source)))?;
-                    }
-                    // Wait for the last event to be taken, then release the waiter if it still
-                    // waits (stop requested).
-                    let until = monotonic_now_ns() + STALL_LIMIT_NS;
-                    while acked.load(Acquire) < cfg.samples
-                        && monotonic_now_ns() < until
-                        && !stop.load(Relaxed)
-                    {
-                        sleep_until_ns(ClockId::Monotonic, monotonic_now_ns() + cfg.interval_ns)
-                            .map_err(|e| e.to_string())?;
-                    }
-                    if acked.load(Acquire) < cfg.samples {
-                        quit();
-                    }
-                    Ok(())
-                })
+                .spawn_scoped(s, || trigger(&case))
                 .map_err(|e| e.to_string())
         });
         let w = waiter.and_then(|h| h.join().map_err(|_| "waiter panicked".to_string())?);
@@ -383,6 +314,105 @@ fn run_case(
         }
     }
     Ok(hist)
+}
+
+/// The waiting thread: sets itself up, then takes `cfg.samples` events (arming the timer
+/// itself in the timerfd case) and records each one's latency.
+fn waiter(c: &Case<'_>) -> Result<(), String> {
+    let cfg = c.cfg;
+    let setup = setup_thread(cfg.waiter_cpu, cfg.priority).and_then(|()| {
+        if let Channel::Signal(sig) = c.channel {
+            signal::block_signal(*sig).map_err(|e| format!("pthread_sigmask: {e}"))?;
+        }
+        Ok(())
+    });
+    c.waiter_tid.store(sched::current_tid(), Release);
+    if setup.is_err() {
+        c.failed.store(true, Release);
+    }
+    c.barrier.wait();
+    setup?;
+    for i in 0..cfg.samples {
+        if c.failed.load(Acquire) || (c.timer_mode && c.stop.load(Relaxed)) {
+            break;
+        }
+        if let Channel::Timer(t) = c.channel {
+            let expiry = monotonic_now_ns() + cfg.interval_ns;
+            t.set_absolute_ns(expiry, 0)
+                .map_err(|e| format!("timerfd_settime: {e}"))?;
+            c.trigger_ns.store(expiry, Relaxed);
+        }
+        c.channel
+            .wait()
+            .map_err(|e| format!("waiting on {}: {e}", source_name(c.source)))?;
+        let wake = monotonic_now_ns();
+        let t = c.trigger_ns.load(Acquire);
+        if t == QUIT {
+            break;
+        }
+        c.hist.record(wake.saturating_sub(t), i);
+        c.acked.store(i + 1, Release);
+    }
+    Ok(())
+}
+
+/// The triggering thread: one priority below the waiter so that, sharing a CPU, the woken
+/// waiter preempts it at once; fires an event every `cfg.interval_ns` once the previous one
+/// was taken, and releases the waiter (QUIT) when it stops early.
+fn trigger(c: &Case<'_>) -> Result<(), String> {
+    let cfg = c.cfg;
+    let setup = setup_thread(cfg.trigger_cpu, cfg.priority.saturating_sub(1).max(1));
+    if setup.is_err() {
+        c.failed.store(true, Release);
+    }
+    c.barrier.wait();
+    let tid = c.waiter_tid.load(Acquire);
+    let quit = || {
+        c.trigger_ns.store(QUIT, Release);
+        // The waiter may have ended already; then nobody reads this event.
+        let _ = c.channel.fire(tid);
+    };
+    if let Err(e) = setup {
+        quit();
+        return Err(e);
+    }
+    if c.failed.load(Acquire) {
+        return Ok(()); // the waiter failed its setup and is not waiting
+    }
+    let mut next = monotonic_now_ns() + cfg.interval_ns;
+    for i in 0..cfg.samples {
+        let waited_since = monotonic_now_ns();
+        loop {
+            sleep_until_ns(ClockId::Monotonic, next).map_err(|e| e.to_string())?;
+            next += cfg.interval_ns;
+            if c.stop.load(Relaxed) || c.acked.load(Acquire) >= i {
+                break;
+            }
+            if monotonic_now_ns() - waited_since > STALL_LIMIT_NS {
+                quit();
+                return Err(format!("the waiter did not take event {i} within 2 s"));
+            }
+        }
+        if c.stop.load(Relaxed) {
+            break;
+        }
+        c.trigger_ns.store(monotonic_now_ns(), Release);
+        c.channel
+            .fire(tid)
+            .map_err(|e| format!("firing {}: {e}", source_name(c.source)))?;
+    }
+    // Wait for the last event to be taken, then release the waiter if it still waits (stop
+    // requested).
+    let until = monotonic_now_ns() + STALL_LIMIT_NS;
+    while c.acked.load(Acquire) < cfg.samples && monotonic_now_ns() < until && !c.stop.load(Relaxed)
+    {
+        sleep_until_ns(ClockId::Monotonic, monotonic_now_ns() + cfg.interval_ns)
+            .map_err(|e| e.to_string())?;
+    }
+    if c.acked.load(Acquire) < cfg.samples {
+        quit();
+    }
+    Ok(())
 }
 
 #[cfg(test)]
