@@ -16,7 +16,7 @@
 use std::io;
 
 /// Nanoseconds in one second.
-pub const NANOS_PER_SEC: u64 = 1_000_000_000;
+pub(crate) const NANOS_PER_SEC: u64 = 1_000_000_000;
 
 /// The clocks preempt reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,7 +38,7 @@ pub enum ClockId {
 
 impl ClockId {
     /// The `clockid_t` of this clock.
-    pub fn as_raw(self) -> libc::clockid_t {
+    pub(crate) fn as_raw(self) -> libc::clockid_t {
         match self {
             ClockId::Monotonic => libc::CLOCK_MONOTONIC,
             ClockId::MonotonicRaw => libc::CLOCK_MONOTONIC_RAW,
@@ -51,7 +51,7 @@ impl ClockId {
 
 /// Converts nanoseconds to a `timespec`.
 #[inline]
-pub fn timespec_from_ns(ns: u64) -> libc::timespec {
+pub(crate) fn timespec_from_ns(ns: u64) -> libc::timespec {
     // Both casts are lossless: ns / 1e9 < 2^35 fits any time_t we run on (64-bit, and 32-bit
     // targets with 64-bit time_t), and the remainder is below 1e9, which fits c_long.
     libc::timespec {
@@ -62,7 +62,7 @@ pub fn timespec_from_ns(ns: u64) -> libc::timespec {
 
 /// Converts a `timespec` to nanoseconds; negative fields count as zero.
 #[inline]
-pub fn ns_from_timespec(ts: &libc::timespec) -> u64 {
+pub(crate) fn ns_from_timespec(ts: &libc::timespec) -> u64 {
     let sec = u64::try_from(ts.tv_sec).unwrap_or(0);
     let nsec = u64::try_from(ts.tv_nsec).unwrap_or(0);
     sec.saturating_mul(NANOS_PER_SEC).saturating_add(nsec)

@@ -157,7 +157,7 @@ impl Epoll {
 ///
 /// # Errors
 /// Errors other than the `EPERM` that means "not pollable".
-pub fn is_pollable(fd: BorrowedFd<'_>) -> io::Result<bool> {
+pub(crate) fn is_pollable(fd: BorrowedFd<'_>) -> io::Result<bool> {
     let ep = Epoll::new()?;
     match ep.add(fd, Interest::READ, 0) {
         Ok(()) => Ok(true),

@@ -135,7 +135,7 @@ pub fn file_kind(fd: BorrowedFd<'_>) -> io::Result<FileKind> {
 ///
 /// # Errors
 /// Whatever `fstat` reports; `InvalidData` for a negative size.
-pub fn file_size(fd: BorrowedFd<'_>) -> io::Result<usize> {
+pub(crate) fn file_size(fd: BorrowedFd<'_>) -> io::Result<usize> {
     let st = fstat(fd)?;
     usize::try_from(st.st_size)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "negative file size"))
@@ -145,7 +145,7 @@ pub fn file_size(fd: BorrowedFd<'_>) -> io::Result<usize> {
 ///
 /// # Errors
 /// `EBADF` if it is not.
-pub fn check_open(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn check_open(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: F_GETFD reads descriptor flags; no memory arguments.
     if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) } < 0 {
         return Err(io::Error::last_os_error());
@@ -220,7 +220,7 @@ pub fn reopen_nonblocking(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
 ///
 /// # Errors
 /// Whatever `open` reports; `InvalidInput` for a path with a NUL byte.
-pub fn open_read_nonblocking(path: &std::path::Path) -> io::Result<OwnedFd> {
+pub(crate) fn open_read_nonblocking(path: &std::path::Path) -> io::Result<OwnedFd> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 /// `GPIO_MAX_NAME_SIZE`.
 const NAME_SIZE: usize = 32;
 /// `GPIO_V2_LINES_MAX`: lines per request.
-pub const MAX_LINES: usize = 64;
+pub(crate) const MAX_LINES: usize = 64;
 /// `GPIO_V2_LINE_NUM_ATTRS_MAX`.
 const NUM_ATTRS: usize = 10;
 
@@ -495,7 +495,7 @@ impl LineRequest {
     }
 
     /// Whether edge detection is enabled.
-    pub fn has_edges(&self) -> bool {
+    pub(crate) fn has_edges(&self) -> bool {
         self.edges.is_some()
     }
 

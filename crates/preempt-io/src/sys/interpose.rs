@@ -127,7 +127,7 @@ pub fn suppress() -> Suppressed {
 }
 
 /// Called with the kind and the libc function's name of each reported call.
-pub type Hook = fn(Blocking, &'static str);
+pub(crate) type Hook = fn(Blocking, &'static str);
 
 /// The hook, as a `usize` (0: none).
 static HOOK: AtomicUsize = AtomicUsize::new(0);

@@ -171,7 +171,7 @@ pub fn kernel_log() -> io::Result<String> {
 
 /// The kernel's build configuration, from `/proc/config.gz` (needs CONFIG_IKCONFIG_PROC) or
 /// `/boot/config-<release>`; `None` when neither is readable.
-pub fn kernel_config() -> Option<String> {
+pub(crate) fn kernel_config() -> Option<String> {
     if let Ok(file) = std::fs::File::open("/proc/config.gz") {
         let mut text = String::new();
         if flate2::read::GzDecoder::new(file)
