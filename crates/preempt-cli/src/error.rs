@@ -41,20 +41,7 @@ pub(crate) const EXIT_PRIVILEGE: u8 = 3;
 pub(crate) const EXIT_CHECK_FAILED: u8 = 4;
 /// Exit code: compare found a regression beyond `--max-ratio`.
 pub const EXIT_REGRESSION: u8 = 5;
-/// Exit code: interrupted by SIGINT (Ctrl-C) after writing partial results (128 + 2).
-pub(crate) const EXIT_INTERRUPTED: u8 = 130;
-/// Exit code: stopped by SIGTERM after writing partial results (128 + 15).
-pub(crate) const EXIT_TERMINATED: u8 = 143;
-
-/// The exit code of a run stopped by signal `sig`: 143 for SIGTERM, 130 for anything else.
-pub(crate) fn exit_code_for_signal(sig: i32) -> u8 {
-    if sig == 15 {
-        // SIGTERM on every Linux architecture (asm-generic/signal.h).
-        EXIT_TERMINATED
-    } else {
-        EXIT_INTERRUPTED
-    }
-}
+// Interrupted runs exit 130 (SIGINT) or 143 (SIGTERM): `preempt_io::sys::signal::exit_code_for_signal`.
 
 /// The exit-code table for `--help`.
 pub const EXIT_CODES_HELP: &str = "Exit codes:\n  0    success (also when stdout is a closed pipe)\n  \

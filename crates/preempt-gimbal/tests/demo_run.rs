@@ -205,3 +205,43 @@ fn demo_runs_records_everything_and_survives_a_dying_plant() {
 
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// SIGTERM (a service manager stopping the demo) ends the run as Ctrl-C does, keeping the
+/// figures marked interrupted, and the exit code says which signal it was: 143, as
+/// `preempt demo gimbal` and every other measuring program of the project return.
+#[test]
+fn sigterm_ends_the_demo_keeping_its_results_with_exit_code_143() {
+    let dir = std::env::temp_dir().join(format!("gimbal-demo-term-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = demo(&dir, "30");
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    // Once its plant process runs, the demo is measuring: stop it then.
+    let start = Instant::now();
+    let plant_runs = || {
+        let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+            .unwrap_or_default();
+        children.split_whitespace().any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "gimbal-plant")
+        })
+    };
+    while !plant_runs() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the plant did not start within 60 s"
+        );
+        std::thread::yield_now();
+    }
+    let measuring = Instant::now();
+    while measuring.elapsed() < Duration::from_millis(500) {
+        std::thread::yield_now();
+    }
+    preempt_io::sys::signal::signal_process(child.id(), preempt_io::sys::signal::SIGTERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    let r = json(&dir.join("gimbal.json"));
+    assert_eq!(r["interrupted"], true, "{r}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,8 +8,8 @@
 //!   plant also rings `done`, so that an exchange waiting for its answer returns.
 //!
 //! And the small steps around them: finding the plant binary, starting the plant and
-//! waiting for its loop, handing an app its set-up, running a mock-clock reference app, a
-//! demo binary's Ctrl-C flag.
+//! waiting for its loop, handing an app its set-up, running a mock-clock reference app. (A
+//! demo binary's Ctrl-C flag is every measuring program's: `preempt_io::sys::signal`.)
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,21 +38,6 @@ pub fn cpu_or_none(flag: &str, value: &str) -> Result<Option<usize>, String> {
         .parse()
         .map(Some)
         .map_err(|_| format!("{flag}: expected a CPU number or none"))
-}
-
-/// A demo binary's stop flag (`gimbal-demo`, `uav-demo`): SIGINT or SIGTERM sets it (the run
-/// ends and keeps its results, marked interrupted); a second one exits at once with 130.
-///
-/// # Errors
-/// A handler that cannot be installed.
-pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // The conditional shutdown sees the flag already set by the first signal.
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    Ok(stop)
 }
 
 /// `name` next to the running executable (or one directory up, for test binaries in

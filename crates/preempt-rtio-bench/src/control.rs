@@ -8,8 +8,8 @@
 //! simulator runs in a process group of its own (see `preempt_imu_sim::spawn`), so a
 //! terminal's Ctrl-C, which goes to the whole foreground process group, reaches the benchmark
 //! only and not the simulated sensor in the middle of a measurement. A second Ctrl-C quits at
-//! once ([`install_stop_flag`]); the simulator dies with the benchmark (its parent-death
-//! signal).
+//! once (the stop flag of every measuring program, `preempt_io::sys::signal::install_stop_flag`);
+//! the simulator dies with the benchmark (its parent-death signal).
 //!
 //! ```
 //! use std::sync::atomic::AtomicBool;
@@ -62,24 +62,6 @@ impl<'a> RunControl<'a> {
     pub(crate) fn cell_done(&self, doc: &Document) {
         (self.on_cell.borrow_mut())(doc);
     }
-}
-
-/// A stop flag set by SIGINT and SIGTERM. The first signal only sets it (the run finishes the
-/// running cell and stops); a second one, arriving while the flag is already set, exits the
-/// process at once with code 130 (`signal_hook`'s conditional shutdown). The standalone
-/// `rtio-bench` binary uses this; the `preempt` CLI installs its own, identical flag.
-///
-/// # Errors
-/// When a handler cannot be registered.
-pub fn install_stop_flag() -> io::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Order matters (signal-hook docs): the conditional shutdown is registered first so
-        // that it sees the flag still false on the first signal.
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
-    }
-    Ok(stop)
 }
 
 /// The line printed on the first Ctrl-C.

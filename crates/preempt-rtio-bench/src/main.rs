@@ -2,12 +2,14 @@
 //!
 //! Ctrl-C (or SIGTERM) finishes the running cell, then stops: the table of the cells that
 //! finished is printed, `--json` holds them with `interrupted: true` (it is rewritten after
-//! every cell with `complete: false`), and the exit code is 130. A second Ctrl-C quits at once.
-//! Exit codes: 0 done, 1 a cell failed, 2 a bad flag, 130 interrupted.
+//! every cell with `complete: false`), and the exit code is 130 (143 after SIGTERM). A second
+//! Ctrl-C quits at once. Exit codes: 0 done, 1 a cell failed, 2 a bad flag, 130 interrupted
+//! (Ctrl-C), 143 stopped by SIGTERM.
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use preempt_io::sys::signal;
 use preempt_rtio_bench::{Args, Config, control};
 
 #[derive(Parser)]
@@ -38,7 +40,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stop = match control::install_stop_flag() {
+    let stop = match signal::install_stop_flag() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("rtio-bench: cannot install the Ctrl-C handler: {e}");
@@ -58,7 +60,7 @@ fn main() -> ExitCode {
         preempt_rtio_bench::run_with(&cfg, argv, &control::RunControl::new(&stop, &mut on_cell));
     drop(notice);
     match outcome {
-        Ok(doc) if doc.interrupted => ExitCode::from(130),
+        Ok(doc) if doc.interrupted => ExitCode::from(signal::stopped_exit_code()),
         Ok(_doc) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rtio-bench: {e}");

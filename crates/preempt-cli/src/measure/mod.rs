@@ -12,55 +12,33 @@ pub mod wakeup;
 pub mod work;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use anyhow::{Context, Result};
-use preempt_io::sys::{cpu, mem};
+use preempt_io::sys::{cpu, mem, signal};
 
 use crate::config::RtConfig;
 use crate::warnings::Warning;
 
-/// The signal that stopped the run (0 = none yet), for the exit code: 130 after SIGINT, 143
-/// after SIGTERM ([`interrupted_exit_code`]).
-static STOP_SIGNAL: std::sync::OnceLock<Arc<AtomicUsize>> = std::sync::OnceLock::new();
-
 /// Set by SIGINT/SIGTERM: measuring loops stop at their next wake-up and the run writes what
 /// it has. A second signal kills the process at once (exit 130 for SIGINT, 143 for SIGTERM).
+/// The one stop flag of every measuring program (`preempt_io::sys::signal`).
 pub(crate) fn install_stop_flag() -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let which = Arc::clone(STOP_SIGNAL.get_or_init(|| Arc::new(AtomicUsize::new(0))));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let code = i32::from(crate::error::exit_code_for_signal(sig));
-        // Order matters (signal-hook docs): the conditional shutdown must be registered first
-        // so that it sees the flag still false on the first signal.
-        signal_hook::flag::register_conditional_shutdown(sig, code, Arc::clone(&stop))
-            .context("cannot install the Ctrl-C handler")?;
-        let n = usize::try_from(sig).context("signal number")?;
-        signal_hook::flag::register_usize(sig, Arc::clone(&which), n)
-            .context("cannot install the Ctrl-C handler")?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("cannot install the Ctrl-C handler")?;
-    }
-    Ok(stop)
+    signal::install_stop_flag().context("cannot install the Ctrl-C handler")
 }
 
 /// The signal that stopped the run, by name (`SIGINT`, `SIGTERM`), if one did.
 pub(crate) fn stop_signal_name() -> Option<&'static str> {
-    // Signal numbers of every Linux architecture (asm-generic/signal.h).
-    match STOP_SIGNAL.get().map_or(0, |s| s.load(Relaxed)) {
-        2 => Some("SIGINT"),
-        15 => Some("SIGTERM"),
+    match signal::stop_signal()? {
+        signal::SIGINT => Some("SIGINT"),
+        signal::SIGTERM => Some("SIGTERM"),
         _ => None,
     }
 }
 
 /// The exit code of a run stopped by a signal: 143 when SIGTERM stopped it, else 130 (Ctrl-C).
 pub fn interrupted_exit_code() -> u8 {
-    let sig = STOP_SIGNAL.get().map_or(0, |s| s.load(Relaxed));
-    i32::try_from(sig).map_or(
-        crate::error::EXIT_INTERRUPTED,
-        crate::error::exit_code_for_signal,
-    )
+    signal::stopped_exit_code()
 }
 
 /// The environment variable of [`test_pause`].

@@ -10,7 +10,7 @@
 //! figures. `--reference-only` runs only the ideal-timing reference and writes every
 //! sample's values as bit patterns (hex), one line per sample: two runs with the same seed
 //! give identical files. Ctrl-C stops the run and keeps both files (marked interrupted).
-//! Exit codes: 0 ok, 1 error, 2 bad arguments, 130 interrupted.
+//! Exit codes: 0 ok, 1 error, 2 bad arguments, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -103,7 +103,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let stop = match preempt_rig::harness::stop_on_signals() {
+    let stop = match preempt_io::sys::signal::install_stop_flag() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("gimbal-demo: cannot install the Ctrl-C handler: {e}");
@@ -202,7 +202,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(1);
             }
             if d.interrupted || stop.load(Ordering::Relaxed) {
-                return ExitCode::from(130);
+                return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
             }
             ExitCode::SUCCESS
         }

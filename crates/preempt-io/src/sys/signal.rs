@@ -1,10 +1,12 @@
 //! Signals: sets of signals, blocking them in a thread, waiting for them with `sigwaitinfo`,
 //! and sending them to one thread (`tgkill`) or a process (`kill`).
 //!
-//! Two users: the signal wake-up source of `preempt wakeup` (a real-time signal sent to one
-//! thread), and the runtime's stop-signal thread (SIGINT/SIGTERM blocked in every thread of
+//! Three users: the signal wake-up source of `preempt wakeup` (a real-time signal sent to one
+//! thread), the runtime's stop-signal thread (SIGINT/SIGTERM blocked in every thread of
 //! an app and taken synchronously by one thread, so a Ctrl-C never interrupts a real-time
-//! task and the app can stop in order and keep its statistics).
+//! task and the app can stop in order and keep its statistics), and the stop flag of every
+//! measuring program ([`install_stop_flag`]: the `preempt` CLI, `rtio-bench`, the demo
+//! binaries), so that all of them stop, and exit, the same way.
 //!
 //! Every call's return value is checked; `pthread_sigmask` returns its error, the others set
 //! `errno`. Nothing allocates.
@@ -24,6 +26,8 @@
 
 use std::io;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// `SIGINT` (Ctrl-C).
 pub const SIGINT: i32 = libc::SIGINT;
@@ -151,10 +155,80 @@ pub fn signal_process(pid: u32, signal: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// The signal that set a stop flag of this process (0: none yet), shared by every
+/// [`install_stop_flag`].
+static STOP_SIGNAL: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+
+/// A run's stop flag: SIGINT (Ctrl-C) or SIGTERM sets it, so the run ends at its next check
+/// and writes what it has; a second one, arriving while the flag is set, ends the process
+/// at once with [`exit_code_for_signal`] (130 after SIGINT, 143 after SIGTERM), through
+/// `signal_hook`'s conditional shutdown. [`stop_signal`] says which signal set it, for the
+/// run's exit code. The handlers stay installed for the life of the process.
+///
+/// # Errors
+/// When a handler cannot be registered (`sigaction` failed).
+pub fn install_stop_flag() -> io::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let which = Arc::clone(STOP_SIGNAL.get_or_init(|| Arc::new(AtomicUsize::new(0))));
+    for sig in [SIGINT, SIGTERM] {
+        // Order matters (signal-hook's docs): the conditional shutdown is registered first,
+        // so that on the first signal it still sees the flag unset.
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            i32::from(exit_code_for_signal(sig)),
+            Arc::clone(&stop),
+        )?;
+        // SIGINT and SIGTERM are positive.
+        signal_hook::flag::register_usize(sig, Arc::clone(&which), sig.unsigned_abs() as usize)?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}
+
+/// The signal that set a stop flag of this process ([`install_stop_flag`]), if one did.
+pub fn stop_signal() -> Option<i32> {
+    let sig = STOP_SIGNAL.get()?.load(Ordering::Relaxed);
+    i32::try_from(sig).ok().filter(|&s| s > 0)
+}
+
+/// The exit code of a program that `sig` ended: 128 + the signal's number, as a shell
+/// reports it (130 for SIGINT, 143 for SIGTERM).
+pub fn exit_code_for_signal(sig: i32) -> u8 {
+    u8::try_from(128 + sig.clamp(0, 127)).unwrap_or(u8::MAX)
+}
+
+/// The exit code of a run its stop flag ended: that of the signal that set it
+/// ([`stop_signal`]), or 130 (Ctrl-C) when none is recorded.
+pub fn stopped_exit_code() -> u8 {
+    exit_code_for_signal(stop_signal().unwrap_or(SIGINT))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::sched;
+    use crate::sys::{clock, sched};
+
+    #[test]
+    fn exit_codes_follow_the_shell_convention() {
+        assert_eq!(exit_code_for_signal(SIGINT), 130);
+        assert_eq!(exit_code_for_signal(SIGTERM), 143);
+    }
+
+    #[test]
+    fn a_first_sigterm_sets_the_stop_flag_and_is_recorded() {
+        let stop = install_stop_flag().unwrap();
+        assert!(!stop.load(Ordering::Relaxed));
+        signal_process(std::process::id(), SIGTERM).unwrap();
+        let deadline = clock::monotonic_now_ns() + 5_000_000_000;
+        let mut next = clock::monotonic_now_ns();
+        while !stop.load(Ordering::Relaxed) && next < deadline {
+            next += 1_000_000;
+            clock::sleep_until_ns(clock::ClockId::Monotonic, next).unwrap();
+        }
+        assert!(stop.load(Ordering::Relaxed), "SIGTERM did not set the flag");
+        assert_eq!(stop_signal(), Some(SIGTERM));
+        assert_eq!(stopped_exit_code(), 143);
+    }
 
     #[test]
     fn a_blocked_signal_is_taken_by_sigwaitinfo() {

@@ -9,7 +9,8 @@
 //! Flies the mission under SCHED_FIFO 99 (the study's `fifo:99` row; `preempt demo uav
 //! --policy` flies the others), writes `DIR/uav.json` (kind `demo_uav`) and `DIR/uav.mcap`,
 //! and prints the flight's figures. Ctrl-C stops the flight and keeps both files (marked
-//! interrupted). Exit codes: 0 ok, 1 error, 2 bad arguments, 130 interrupted.
+//! interrupted). Exit codes: 0 ok, 1 error, 2 bad arguments, 130 interrupted (Ctrl-C), 143
+//! stopped by SIGTERM.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -67,7 +68,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stop = match preempt_rig::harness::stop_on_signals() {
+    let stop = match preempt_io::sys::signal::install_stop_flag() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("uav-demo: cannot install the Ctrl-C handler: {e}");
@@ -129,7 +130,7 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     if c.interrupted || stop.load(Ordering::Relaxed) {
-        return ExitCode::from(130);
+        return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
     }
     ExitCode::SUCCESS
 }
