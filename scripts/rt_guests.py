@@ -7,6 +7,7 @@ over the serial console.
     scripts/rt_guests.py [--guests rt-arm64,rt-amd64,amd64] [--out target/rt-guests]
                          [--kernel-abi 6.1.0-56] [--timeout-s 600] [--skip-build]
                          [--steps check,latency,explain,uav] [--except amd64:explain]
+                         [--repeat N] [--diag-after S]
 
 What the guests prove: the project's binaries run on the real kernels its users boot (the
 arm64 generic timer, arm64 syscall numbers, PI futexes on rt_mutex, threaded interrupt
@@ -36,6 +37,10 @@ The suite (one step per `@@BEGIN name` ... `@@END name rc=N` block on the consol
                as the threaded handler of IRQ N; on the non-RT kernel the same interrupt
                must show as hard-interrupt time `N:<name>` and no such thread
   uav          `preempt demo uav --duration 2s`
+
+To catch a rare hang: `--repeat N` runs each step N times per boot; `--diag-after S` writes
+the state of a step still running after S s (its threads' /proc stat, wchan, kernel stack and
+sched; every task's stat; sysrq w, l, t; the runqueues) to the console log.
 
 Needs: apt-get (arm64 packages need `dpkg --add-architecture arm64`, done here), qemu-system-arm,
 qemu-system-x86, cpio, and the arm64 cross toolchain of scripts/arm64_qemu_user.sh. The
@@ -207,10 +212,35 @@ ulimit -l unlimited
 # No echo of what the host types during the explain step (scripts/rt_guests.py, boot), and a
 # reader that takes it.
 stty -echo; cat >/dev/null &
-# rt_steps=a,b (kernel command line, --steps): run only those steps.
+# rt_steps=a,b (kernel command line, --steps): run only those steps; rt_repeat=N (--repeat):
+# each of them N times.
 want() { [ -z "$rt_steps" ] || case ",$rt_steps," in *,"$1",*) ;; *) return 1 ;; esac; }
-step() { name=$1; shift; want $name || return 0
-  echo "@@BEGIN $name"; "$@" 2>&1; rc=$?; echo "@@END $name rc=$rc"; }
+# rt_diag=S (--diag-after): a step still running after S s gets its threads' state, every
+# task's scheduling state and the kernel's stacks (sysrq t, w, l) and runqueues written to the
+# console, once, from CPU 1 (the pinned tests load CPU 0).
+diag() { pid=$1; n=0
+  while [ -d /proc/$pid ] && [ $n -lt $rt_diag ]; do sleep 1; n=$((n + 1)); done
+  [ -d /proc/$pid ] || return 0
+  echo "@@DIAG $name: pid $pid still running after $rt_diag s"
+  threads() { for p in $pid $(cat /proc/$pid/task/*/children 2>/dev/null); do
+    for t in /proc/$p/task/*; do echo "@@DIAG task $t: $(cat $t/stat) wchan=$(cat $t/wchan)"
+      cat $t/stack $t/sched; done; done; }
+  threads
+  echo "@@DIAG all tasks (pid (comm) state ... processor rt_priority policy):"
+  for s in /proc/[0-9]*/task/*/stat; do cat $s; done 2>/dev/null
+  echo 8 > /proc/sys/kernel/printk
+  for k in w l t; do echo "@@DIAG sysrq $k"; echo $k > /proc/sysrq-trigger; sleep 2; done
+  echo "@@DIAG sched debug"; cat /sys/kernel/debug/sched/debug /proc/sched_debug 2>/dev/null
+  echo "@@DIAG the step's threads again (progress: utime, stime, nr_switches)"; threads
+  echo 4 > /proc/sys/kernel/printk
+  echo "@@DIAG end"; }
+step() { name=$1; shift; want $name || return 0; i=0
+  while [ $i -lt ${rt_repeat:-1} ]; do i=$((i + 1))
+    echo "@@BEGIN $name"; "$@" 2>&1 & pid=$!
+    [ -n "$rt_diag" ] && { diag $pid & mon=$!; taskset -p -c 1 $mon >/dev/null; }
+    wait $pid; rc=$?
+    [ -n "$rt_diag" ] && { kill $mon; wait $mon; } 2>/dev/null
+    echo "@@END $name rc=$rc"; done; }
 echo "@@GUEST $(uname -r) $(uname -m) $(nproc) cpus"
 step check preempt check --json
 step thesis_listings /t/deps/thesis_listings --test-threads=1
@@ -229,9 +259,8 @@ step latency preempt latency --duration 3s --no-history --no-progress --json
 # kernel the SCHED_FIFO 50 thread irq/N-<uart>) keeps cutting into the loop measured on CPU 1
 # at priority 40; every sample above 1 us is a candidate and the worst 200 are explained.
 # The JSON goes to a file and is printed after the floods.
-if want explain; then
+explain_run() {
   uart=$(awk '/ttyS0|uart-pl011/ {sub(":", "", $1); print $1; exit}' /proc/interrupts)
-  echo "@@BEGIN explain"
   echo 1 > /proc/irq/$uart/smp_affinity_list
   echo "uart irq $uart, effective affinity $(cat /proc/irq/$uart/effective_affinity_list)"
   before=$(grep -E "^ *$uart:" /proc/interrupts)
@@ -245,8 +274,9 @@ if want explain; then
   echo; echo "@@RX-FLOOD off"
   cat /tmp/explain.err /tmp/explain.json
   echo "$before"; grep -E "^ *$uart:" /proc/interrupts
-  echo "@@END explain rc=$rc"
-fi
+  return $rc
+}
+step explain explain_run
 step uav preempt demo uav --duration 2s --out /tmp/uav --no-history
 echo "@@DONE"
 poweroff -f
@@ -316,15 +346,19 @@ STALL_S = 240
 KERNEL_MESSAGE = re.compile(rb"^\[ *\d+\.\d+\] ")
 
 
-def boot(guest, kernel, initrd, log_path, timeout_s, steps):
+def boot(guest, kernel, initrd, log_path, timeout_s, steps, repeat=1, diag_after=None):
     """Boots `guest`, writes its console to `log_path` and types RX_LINEs into its UART between
     the guest's RX_FLOOD_ON and RX_FLOOD_OFF lines. Returns (seconds, why it was stopped: None
     when it powered off)."""
     a = ARCH[GUESTS[guest]["arch"]]
+    # `quiet` keeps the kernel's warnings out of the suite's JSON on the console (a diagnosing
+    # run raises the console's log level only for its dump, see INIT's diag).
+    extra = ["quiet"] + ([f"rt_repeat={repeat}"] if repeat > 1 else [])
+    extra += [f"rt_diag={diag_after}"] if diag_after else []
     cmd = nice(a["qemu"] + ["-smp", "2", "-m", "1024", "-nographic", "-no-reboot",
                            "-kernel", kernel, "-initrd", initrd, "-append",
-                           f"console={a['console']} panic=-1 quiet {a.get('append', '')} "
-                           f"rt_steps={','.join(steps)}"])
+                           " ".join([f"console={a['console']}", "panic=-1", *extra,
+                                     a.get("append", ""), f"rt_steps={','.join(steps)}"])])
     log(f"{guest}: $ {' '.join(cmd)}")
     t0 = time.monotonic()
     last_line = [t0]
@@ -384,6 +418,7 @@ def boot(guest, kernel, initrd, log_path, timeout_s, steps):
 
 
 def split_steps(console):
+    """{step: [{"rc", "output"} of each run, in order]} (a step runs --repeat times)."""
     steps, cur, buf = {}, None, []
     for line in console.replace("\r", "").splitlines():
         m = re.match(r"^@@BEGIN (\S+)$", line)
@@ -396,7 +431,7 @@ def split_steps(console):
         if m and cur == m.group(2):
             if m.group(1):
                 buf.append(m.group(1))
-            steps[cur] = {"rc": int(m.group(3)), "output": "\n".join(buf)}
+            steps.setdefault(cur, []).append({"rc": int(m.group(3)), "output": "\n".join(buf)})
             cur = None
             continue
         if cur:
@@ -464,8 +499,28 @@ CHECK_STEP = {"check-json": "check", "preempt-model": "check", "emulated-cpu-rep
               "demo-uav": "uav"}
 
 
-def judge(guest, steps, console, wanted):
-    """(check name, passed, detail) for every check of the steps `wanted`."""
+def judge(guest, steps, console, wanted, repeat=1):
+    """(check name, passed, detail) for every check of the steps `wanted`, each run `repeat`
+    times: a check passes when it passed in every run; the detail names the first failing
+    run (a run that did not happen fails) and how many passed."""
+    runs = [judge_run(guest, {k: v[i] for k, v in steps.items() if i < len(v)}, console, wanted)
+            for i in range(repeat)]
+    if repeat == 1:
+        return runs[0]
+    out = []
+    for i, c in enumerate(runs[0]):
+        per_run = [r[i] for r in runs]
+        passed = sum(r["passed"] for r in per_run)
+        first = next((n for n, r in enumerate(per_run) if not r["passed"]), None)
+        shown = per_run[-1 if first is None else first]
+        where = "" if first is None else f"; run {first + 1}"
+        out.append({"check": c["check"], "passed": passed == repeat,
+                    "detail": f"{passed} of {repeat} runs passed{where}: {shown['detail']}"})
+    return out
+
+
+def judge_run(guest, steps, console, wanted):
+    """(check name, passed, detail) for every check of the steps `wanted` in one run of each."""
     rt = GUESTS[guest]["rt"]
     out = []
 
@@ -527,6 +582,12 @@ def main():
                    help=f"the steps to run, of {','.join(STEPS)}")
     p.add_argument("--except", dest="excepted", default="",
                    help="GUEST:STEP,... steps not to run in one guest (e.g. amd64:explain)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run each step this many times per boot (to catch a rare hang)")
+    p.add_argument("--diag-after", type=int, default=None, metavar="S",
+                   help="dump the state of a step still running after S s (its threads' "
+                        "/proc stat, wchan, stack, sched; every task's stat; sysrq w, l, t; "
+                        "the scheduler's runqueues) to the console")
     p.add_argument("--skip-build", action="store_true",
                    help="reuse the binaries of the last run (target/rt-guests/*.initrd)")
     a = p.parse_args()
@@ -538,6 +599,8 @@ def main():
     for g in guests:
         if g not in GUESTS:
             sys.exit(f"rt_guests: unknown guest '{g}' (--guests takes {','.join(GUESTS)})")
+    if a.repeat < 1 or (a.diag_after is not None and a.diag_after < 1):
+        sys.exit("rt_guests: --repeat and --diag-after take a positive integer")
     excepted = set()
     for e in (e for e in a.excepted.split(",") if e):
         g, _, step = e.partition(":")
@@ -577,13 +640,14 @@ def main():
         kernel = glob.glob(os.path.join(pkgs[(name, arch)], "boot/vmlinuz-*"))[0]
         console_path = os.path.join(a.out, f"{g}.console.log")
         mine = [s for s in steps if (g, s) not in excepted]
-        secs, stopped = boot(g, kernel, initrds[arch], console_path, a.timeout_s, mine)
+        secs, stopped = boot(g, kernel, initrds[arch], console_path, a.timeout_s, mine,
+                             a.repeat, a.diag_after)
         console = open(console_path, "rb").read().decode("utf-8", "replace")
         ran = split_steps(console)
-        for s, v in ran.items():
+        for s, runs in ran.items():
             with open(os.path.join(a.out, f"{g}.{s}.txt"), "w") as f:
-                f.write(v["output"] + f"\nrc={v['rc']}\n")
-        checks = judge(g, ran, console, mine)
+                f.write("".join(v["output"] + f"\nrc={v['rc']}\n" for v in runs))
+        checks = judge(g, ran, console, mine, a.repeat)
         if stopped:
             checks.insert(0, {"check": "boot", "passed": False, "detail": stopped})
         summary["guests"][g] = {"kernel": os.path.basename(kernel), "seconds": round(secs, 1),
