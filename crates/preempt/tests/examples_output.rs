@@ -9,7 +9,9 @@
 //! On an emulated CPU (the PREEMPT_RT guests of `scripts/rt_guests.py`, which set
 //! `PREEMPT_EXAMPLES_TIMING_FREE=1`) the 10 kHz loops cannot keep their timing, so values a
 //! closed control loop reaches in time (the demonstrator's angle) are compared for their form
-//! (a finite angle after the same number of samples), not their value: function, not timing.
+//! (a finite angle after the same number of samples), not their value, and the demonstrator's
+//! setpoint step, which a lower level prints if the saturated CPU lets it run in time, is not
+//! required there: function, not timing.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -49,6 +51,18 @@ fn mask(stdout: &str, timing_free: bool) -> String {
                 assert!(rad.is_some_and(f64::is_finite), "`{line}`: not an angle");
                 out.push_str(key);
                 out.push_str(": <closed-loop angle> rad");
+            }
+            // The demonstrator's setpoint step comes from its priority-5 async task, 100 ms
+            // into a 0.5 s run. Where the 10 kHz levels above it cannot keep their rate they
+            // take every CPU and it may not run before the end (seen once in 40 runs in the
+            // rt-arm64 guest: 4998 of 5000 releases refused, no setpoint line): whether it
+            // printed is timing, so only its form is checked, on both sides.
+            _ if timing_free && line.starts_with("setpoint ") => {
+                assert!(
+                    line.ends_with(" rad after 100 ms"),
+                    "`{line}`: not the setpoint step"
+                );
+                continue;
             }
             _ => out.push_str(line),
         }
@@ -274,4 +288,16 @@ fn missing_privilege_is_a_clear_error_and_soft_mode_runs() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("runs in SOFT mode"), "{stderr}");
     assert!(stdout.contains("Switches: 1001"), "{stdout}");
+}
+
+/// The timing-free comparison of the demonstrator (emulated CPUs): the angle's value and
+/// whether the low-priority setpoint step printed are timing; every other line still counts.
+#[test]
+fn timing_free_comparison_ignores_the_angle_and_a_starved_setpoint_only() {
+    let golden = "demonstrator: 10 kHz\nsetpoint 0.00 -> 1.00 rad after 100 ms\nangle after 0.50 s: 1.00 rad\nlogger: 500 samples over the bridge, 0 lost\n";
+    let starved = "demonstrator: 10 kHz\nangle after 0.50 s: 0.00 rad\nlogger: 500 samples over the bridge, 0 lost\n";
+    assert_eq!(mask(starved, true), mask(golden, true));
+    assert_ne!(mask(starved, false), mask(golden, false));
+    let lost = "demonstrator: 10 kHz\nangle after 0.50 s: 0.00 rad\nlogger: 500 samples over the bridge, 3 lost\n";
+    assert_ne!(mask(lost, true), mask(golden, true));
 }
