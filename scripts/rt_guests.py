@@ -30,13 +30,17 @@ The suite (one step per `@@BEGIN name` ... `@@END name rc=N` block on the consol
                times as long (PREEMPT_EMULATED_CPU=1): progress and exclusion, not throughput
   latency      `preempt latency --duration 3s --json`: samples + missed = releases on every
                thread, and a ledger verdict that is not `clean`
-  explain      `preempt latency --cpus 1 --priority 40 --explain=1` with the UART's interrupt
-               pinned to CPU 1 while the host types into the UART and the guest floods the
-               console: on an RT kernel the UART's handler runs in its `irq/N-...` thread at
+  explain      `preempt latency --cpus 1 --priority 40 --explain=1` with an interrupt pinned
+               to CPU 1 and kept busy (arm64: the UART's, the host typing into it while the
+               guest floods the console; amd64: the virtio RNG's, a reader of /dev/hwrng on
+               CPU 0): on an RT kernel its handler runs in its `irq/N-...` thread at
                SCHED_FIFO 50, above the measured loop, and must be among the causes, named
                as the threaded handler of IRQ N; on the non-RT kernel the same interrupt
                must show as hard-interrupt time `N:<name>` and no such thread
   uav          `preempt demo uav --duration 2s`
+
+The RT kernels boot with `rcutree.kthread_prio=20` (RT_APPEND: RCU's kthreads above the PCP
+stress test's CPU-bound FIFO threads), the amd64 ones with `noirqdebug no_timer_check`.
 
 To catch a rare hang: `--repeat N` runs each step N times per boot; `--diag-after S` writes
 the state of a step still running after S s (its threads' /proc stat, wchan, kernel stack and
@@ -63,9 +67,16 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# The RT kernels' RCU kthreads (rcuc/N, which invokes RCU callbacks; rcub/N, which boosts
+# preempted RCU readers) run at SCHED_FIFO `rcutree.kthread_prio`, 1 by default: below the
+# CPU-bound FIFO 11-13 threads the PCP stress test pins to CPU 0, so a preempted rcuc/0 could
+# never finish its read-side section (an RCU stall that never ends). 20 is above every
+# CPU-bound thread of the suite and below what it measures (explain's loop at 40, the
+# interrupt threads at 50, latency's at 80); see docs/MEASURING.md, "PREEMPT_RT guests".
+RT_APPEND = "rcutree.kthread_prio=20"
 GUESTS = {
-    "rt-arm64": {"arch": "arm64", "flavour": "rt-arm64", "rt": True},
-    "rt-amd64": {"arch": "amd64", "flavour": "rt-amd64", "rt": True},
+    "rt-arm64": {"arch": "arm64", "flavour": "rt-arm64", "rt": True, "append": RT_APPEND},
+    "rt-amd64": {"arch": "amd64", "flavour": "rt-amd64", "rt": True, "append": RT_APPEND},
     "amd64": {"arch": "amd64", "flavour": "amd64", "rt": False},
 }
 
@@ -81,13 +92,23 @@ ARCH = {
         "triple": None,  # native: target/release
         "libdir": "/lib/x86_64-linux-gnu",
         "loader": "ld-linux-x86-64.so.2",
-        "qemu": ["qemu-system-x86_64", "-cpu", "qemu64"],
+        # A virtio RNG: the explain step's interrupt source (see INIT's explain_run).
+        "qemu": ["qemu-system-x86_64", "-cpu", "qemu64", "-device", "virtio-rng-pci"],
         "console": "ttyS0",
         # The emulated 16550 raises transmit interrupts that the threaded handler then finds
         # already served: under the console flood the kernel's spurious-interrupt detector
         # counted 99 900 of 100 000 unhandled and disabled IRQ 4 ("irq 4: nobody cared",
         # 9 s after boot), after which the console crawled (4212 lines in 300 s).
-        "append": "noirqdebug",
+        # And the boot-time check of the timer interrupt (setup_IO_APIC's check_timer) counts
+        # ticks within a delay loop, which a starved emulated CPU can miss: "Kernel panic -
+        # not syncing: IO-APIC + timer doesn't work!" at 0.04 s (rt-amd64 beside stress-ng,
+        # 2026-11-28); the kernel sets the same itself in KVM and Hyper-V guests.
+        "append": "noirqdebug no_timer_check",
+        # Loaded in this order by INIT (each module's `depends=` before it), from the
+        # booted kernel's package.
+        "modules": ["drivers/virtio/virtio_ring", "drivers/virtio/virtio",
+                    "drivers/virtio/virtio_pci_modern_dev", "drivers/virtio/virtio_pci_legacy_dev",
+                    "drivers/virtio/virtio_pci", "drivers/char/hw_random/virtio-rng"],
     },
 }
 
@@ -209,6 +230,9 @@ export PREEMPT_EMULATED_CPU=1
 # longer (crates/preempt-rig/src/harness.rs, start_plant).
 export PREEMPT_PLANT_START_TIMEOUT=120
 ulimit -l unlimited
+# The kernel modules of make_initramfs (amd64: the virtio RNG), in their order.
+[ -f /lib/modules/order ] && for m in $(cat /lib/modules/order); do
+  insmod /lib/modules/$(uname -r)/$m.ko || echo "insmod $m failed"; done
 # No echo of what the host types during the explain step (scripts/rt_guests.py, boot), and a
 # reader that takes it.
 stty -echo; cat >/dev/null &
@@ -241,7 +265,7 @@ step() { name=$1; shift; want $name || return 0; i=0
     wait $pid; rc=$?
     [ -n "$rt_diag" ] && { kill $mon; wait $mon; } 2>/dev/null
     echo "@@END $name rc=$rc"; done; }
-echo "@@GUEST $(uname -r) $(uname -m) $(nproc) cpus"
+echo "@@GUEST $(uname -r) $(uname -m) $(nproc) cpus; RCU kthreads at SCHED_FIFO $(cat /sys/module/rcutree/parameters/kthread_prio)"
 step check preempt check --json
 step thesis_listings /t/deps/thesis_listings --test-threads=1
 # The thesis's listings as apps (Listing 1 at one and two priorities, Listing 2's contended
@@ -254,26 +278,34 @@ step rtic_conformance /t/deps/rtic_conformance --test-threads=1
 # (a waiter in FUTEX_LOCK_PI, the kernel's rt_mutex on PREEMPT_RT).
 step pcp-stress /t/deps/pcp_stress --test-threads=1 --nocapture
 step latency preempt latency --duration 3s --no-history --no-progress --json
-# The UART's interrupt is pinned to CPU 1, the host types into the UART (@@RX-FLOOD, see
-# boot()) and the console is flooded from CPU 0 for the whole run, so its handler (on an RT
-# kernel the SCHED_FIFO 50 thread irq/N-<uart>) keeps cutting into the loop measured on CPU 1
-# at priority 40; every sample above 1 us is a candidate and the worst 200 are explained.
-# The JSON goes to a file and is printed after the floods.
+# An interrupt source is pinned to CPU 1 and kept busy for the whole run, so its handler (on an
+# RT kernel the SCHED_FIFO 50 thread irq/N-<action>) keeps cutting into the loop measured on
+# CPU 1 at priority 40; every sample above 1 us is a candidate and the worst 200 are explained.
+# amd64: the virtio RNG's queue interrupt, kept busy by a reader of /dev/hwrng on CPU 0 (64
+# bytes a request, one interrupt each). arm64: the UART's, the host typing into it
+# (@@RX-FLOOD, see boot()) and the console flooded from CPU 0 (qemu's PL011 raises interrupts
+# only for received characters). The JSON goes to a file and is printed after the floods.
 explain_run() {
-  uart=$(awk '/ttyS0|uart-pl011/ {sub(":", "", $1); print $1; exit}' /proc/interrupts)
-  echo 1 > /proc/irq/$uart/smp_affinity_list
-  echo "uart irq $uart, effective affinity $(cat /proc/irq/$uart/effective_affinity_list)"
-  before=$(grep -E "^ *$uart:" /proc/interrupts)
-  echo "@@RX-FLOOD on"
-  taskset -c 0 sh -c 'while :; do echo "flood ................................................................"; done' >/dev/console &
+  irq=$(awk '/virtio[0-9]+-input/ {sub(":", "", $1); print $1; exit}' /proc/interrupts)
+  if [ -n "$irq" ]; then
+    echo 1 > /proc/irq/$irq/smp_affinity_list
+    taskset -c 0 sh -c 'while :; do cat /dev/hwrng; done' >/dev/null &
+  else
+    irq=$(awk '/uart-pl011/ {sub(":", "", $1); print $1; exit}' /proc/interrupts)
+    echo 1 > /proc/irq/$irq/smp_affinity_list
+    echo "@@RX-FLOOD on"
+    taskset -c 0 sh -c 'while :; do echo "flood ................................................................"; done' >/dev/console &
+  fi
   flood=$!
+  echo "source irq $irq ($(grep -E "^ *$irq:" /proc/interrupts | awk '{print $NF}')), effective affinity $(cat /proc/irq/$irq/effective_affinity_list)"
+  before=$(grep -E "^ *$irq:" /proc/interrupts)
   preempt latency --cpus 1 --duration 4s --priority 40 --explain=1 --no-history --no-progress \
     --json >/tmp/explain.json 2>/tmp/explain.err
   rc=$?
   kill $flood; wait $flood 2>/dev/null
   echo; echo "@@RX-FLOOD off"
   cat /tmp/explain.err /tmp/explain.json
-  echo "$before"; grep -E "^ *$uart:" /proc/interrupts
+  echo "$before"; grep -E "^ *$irq:" /proc/interrupts
   return $rc
 }
 step explain explain_run
@@ -283,7 +315,9 @@ poweroff -f
 """
 
 
-def make_initramfs(arch, built, busybox_dir, out):
+def make_initramfs(arch, built, busybox_dir, kernel_dirs, out):
+    """Writes the gzipped initramfs `out` of `built`'s binaries, busybox and the ARCH's kernel
+    modules of each kernel package in `kernel_dirs`; returns its size."""
     a = ARCH[arch]
     root = out + ".root"
     shutil.rmtree(root, ignore_errors=True)
@@ -300,6 +334,15 @@ def make_initramfs(arch, built, busybox_dir, out):
     if arch == "amd64":
         os.makedirs(os.path.join(root, "lib64"), exist_ok=True)
         os.symlink("/lib/" + a["loader"], os.path.join(root, "lib64", a["loader"]))
+    if a.get("modules"):
+        for kdir in kernel_dirs:
+            for mdir in glob.glob(os.path.join(kdir, "lib/modules/*")):
+                dest = os.path.join(root, "lib/modules", os.path.basename(mdir))
+                os.makedirs(dest, exist_ok=True)
+                for m in a["modules"]:
+                    shutil.copy(os.path.join(mdir, "kernel", m + ".ko"), dest)
+        with open(os.path.join(root, "lib/modules/order"), "w") as f:
+            f.write("\n".join(os.path.basename(m) for m in a["modules"]) + "\n")
     with open(os.path.join(root, "init"), "w") as f:
         f.write(INIT)
     # The RTIC conformance test pins its apps with `taskset -c 0` and first checks that
@@ -358,7 +401,8 @@ def boot(guest, kernel, initrd, log_path, timeout_s, steps, repeat=1, diag_after
     cmd = nice(a["qemu"] + ["-smp", "2", "-m", "1024", "-nographic", "-no-reboot",
                            "-kernel", kernel, "-initrd", initrd, "-append",
                            " ".join([f"console={a['console']}", "panic=-1", *extra,
-                                     a.get("append", ""), f"rt_steps={','.join(steps)}"])])
+                                     a.get("append", ""), GUESTS[guest].get("append", ""),
+                                     f"rt_steps={','.join(steps)}"])])
     log(f"{guest}: $ {' '.join(cmd)}")
     t0 = time.monotonic()
     last_line = [t0]
@@ -455,9 +499,9 @@ def explain_check(ex, rt):
     IRQ N"; on a non-RT kernel hard-interrupt time `N:<action>` and no `irq/N-` thread."""
     if ex is None:
         return False, "the step did not run"
-    m = re.search(r"^uart irq (\d+), effective affinity (\S+)", ex["output"], re.M)
+    m = re.search(r"^source irq (\d+) \((\S*)\), effective affinity (\S+)", ex["output"], re.M)
     if not m:
-        return False, f"rc={ex['rc']}; no UART interrupt found in /proc/interrupts"
+        return False, f"rc={ex['rc']}; no interrupt source found in /proc/interrupts"
     irq = m.group(1)
     try:
         explain = first_json(ex["output"])["data"]["explain"]
@@ -472,7 +516,7 @@ def explain_check(ex, rt):
     def show(c):
         return f"{c['name']} [{c['kind']}] in {c['count']} outliers, {c['total_ns'] / 1e3:.0f} us"
 
-    detail = (f"rc={ex['rc']}; UART IRQ {irq} on CPU {m.group(2)}; "
+    detail = (f"rc={ex['rc']}; IRQ {irq} ({m.group(2)}) on CPU {m.group(3)}; "
               f"{explain['explained']} outliers explained; ")
     if rt:
         ok = (ex["rc"] == 0 and threads and not unnamed and
@@ -627,7 +671,9 @@ def main():
         if not (a.skip_build and os.path.exists(path)):
             t1 = time.monotonic()
             built = build(arch)
-            size = make_initramfs(arch, built, pkgs[("busybox-static", arch)], path)
+            kernel_dirs = [pkgs[(f"linux-image-{abi}-{GUESTS[g]['flavour']}", arch)]
+                           for g in guests if GUESTS[g]["arch"] == arch]
+            size = make_initramfs(arch, built, pkgs[("busybox-static", arch)], kernel_dirs, path)
             t_build[arch] = time.monotonic() - t1
             log(f"{arch}: initramfs {size / 1e6:.1f} MB in {t_build[arch]:.0f} s")
         initrds[arch] = path
