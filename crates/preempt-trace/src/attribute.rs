@@ -834,7 +834,7 @@ impl State {
             },
             (_, true) => {
                 let mut k = thread(CauseKind::Thread);
-                k.name = name_threaded_irq(k.name);
+                k.name = name_threaded_irq(k.name, |irq| names.irq_name_seen(irq));
                 // Kernel priorities: a larger number is a lower priority.
                 k.inversion = self.victim_prio.is_some_and(|v| prio > v);
                 k
@@ -845,16 +845,24 @@ impl State {
 
 /// Names a threaded interrupt handler as what it is: PREEMPT_RT (and `threadirqs`) kernels run
 /// each interrupt's handler in a SCHED_FIFO 50 kernel thread called `irq/<number>-<action>`
-/// (kernel/irq/manage.c, `setup_irq_thread`; the comm is cut at 15 characters), which delays
-/// a lower-priority task like any thread but is interrupt work. Other names are returned as
-/// they are.
-pub(crate) fn name_threaded_irq(comm: String) -> String {
-    let Some((irq, action)) = comm.strip_prefix("irq/").and_then(|r| r.split_once('-')) else {
+/// (kernel/irq/manage.c, `setup_irq_thread`), which delays a lower-priority task like any
+/// thread but is interrupt work. The comm cuts the action at 15 characters (`irq/25-virtio0-`
+/// for `virtio0-input.0`); `action_of` gives the whole name where the trace has it (the
+/// `irq_handler_entry` events of the interrupt's primary handler), used when the cut one is
+/// its prefix. Other names are returned as they are.
+pub(crate) fn name_threaded_irq(comm: String, action_of: impl Fn(i32) -> Option<String>) -> String {
+    let Some((irq, cut)) = comm.strip_prefix("irq/").and_then(|r| r.split_once('-')) else {
         return comm;
     };
     if irq.is_empty() || !irq.bytes().all(|b| b.is_ascii_digit()) {
         return comm;
     }
+    let action = irq
+        .parse()
+        .ok()
+        .and_then(action_of)
+        .filter(|whole| whole.starts_with(cut))
+        .unwrap_or_else(|| cut.to_string());
     format!("{comm} (threaded handler of IRQ {irq}, {action})")
 }
 
@@ -977,20 +985,39 @@ pub fn summary_lines(top: &[TopCause], windows: usize, what: &str, max: usize) -
 mod tests {
     #[test]
     fn threaded_interrupt_handlers_are_named_as_such() {
-        use super::name_threaded_irq as n;
+        let n = |comm: &str| super::name_threaded_irq(comm.to_string(), |_| None);
         // Comms of a Debian 6.1 PREEMPT_RT arm64 guest (qemu virt) and an x86 one, as
         // /proc/<pid>/comm cuts them.
         assert_eq!(
-            n("irq/13-uart-pl0".into()),
+            n("irq/13-uart-pl0"),
             "irq/13-uart-pl0 (threaded handler of IRQ 13, uart-pl0)"
         );
         assert_eq!(
-            n("irq/4-ttyS0".into()),
+            n("irq/4-ttyS0"),
             "irq/4-ttyS0 (threaded handler of IRQ 4, ttyS0)"
         );
         for other in ["irqbalance", "irq/work", "ksoftirqd/0", "preempt-p5"] {
-            assert_eq!(n(other.into()), other);
+            assert_eq!(n(other), other);
         }
+    }
+
+    #[test]
+    fn a_cut_handler_name_is_completed_from_the_trace() {
+        use super::name_threaded_irq as n;
+        // rt-amd64 guest: the virtio RNG's handler thread, as its comm cuts it, and the name
+        // its irq_handler_entry events carry.
+        let seen = |irq: i32| (irq == 25).then(|| "virtio0-input.0".to_string());
+        assert_eq!(
+            n("irq/25-virtio0-".into(), seen),
+            "irq/25-virtio0- (threaded handler of IRQ 25, virtio0-input.0)"
+        );
+        // A name that does not continue the comm's (another action sharing the line) is
+        // not taken; the comm's cut name stays.
+        let other = |_| Some("ahci[0000:00:1f.2]".to_string());
+        assert_eq!(
+            n("irq/25-virtio0-".into(), other),
+            "irq/25-virtio0- (threaded handler of IRQ 25, virtio0-)"
+        );
     }
 
     use super::*;

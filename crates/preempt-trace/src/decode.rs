@@ -389,11 +389,14 @@ impl Decoder {
         }
     }
 
+    /// The handler name of interrupt `irq`, if its entry was seen.
+    pub(crate) fn irq_name_seen(&self, irq: i32) -> Option<String> {
+        self.irq_names.get(&irq).cloned()
+    }
+
     /// The handler name of interrupt `irq` (`irq<N>` if its entry was never seen).
     pub(crate) fn irq_name(&self, irq: i32) -> String {
-        self.irq_names
-            .get(&irq)
-            .cloned()
+        self.irq_name_seen(irq)
             .unwrap_or_else(|| format!("irq{irq}"))
     }
 }
