@@ -22,6 +22,19 @@ fn demo(out: &Path, duration: &str) -> Command {
     cmd
 }
 
+/// The pid of the demo `demo_pid`'s plant child process, once it runs.
+fn plant_pid(demo_pid: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{demo_pid}/task/{demo_pid}/children"))
+        .unwrap_or_default();
+    children
+        .split_whitespace()
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "gimbal-plant")
+        })
+        .and_then(|pid| pid.parse().ok())
+}
+
 /// Runs `cmd`; `kill_plant_after` its plant child started, kills it.
 fn run(mut cmd: Command, kill_plant_after: Option<Duration>) -> Output {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -35,16 +48,8 @@ fn run(mut cmd: Command, kill_plant_after: Option<Duration>) -> Output {
         }
         if let Some(after) = kill_plant_after {
             if !killed {
-                let children =
-                    std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
-                        .unwrap_or_default();
-                for pid in children.split_whitespace() {
-                    let comm =
-                        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-                    if comm.trim() == "gimbal-plant"
-                        && plant_seen.get_or_insert_with(Instant::now).elapsed() > after
-                    {
-                        let pid: u32 = pid.parse().unwrap();
+                if let Some(pid) = plant_pid(child.id()) {
+                    if plant_seen.get_or_insert_with(Instant::now).elapsed() > after {
                         preempt_io::sys::process::kill(pid).unwrap();
                         killed = true;
                     }
@@ -218,15 +223,7 @@ fn sigterm_ends_the_demo_keeping_its_results_with_exit_code_143() {
     let child = cmd.spawn().unwrap();
     // Once its plant process runs, the demo is measuring: stop it then.
     let start = Instant::now();
-    let plant_runs = || {
-        let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
-            .unwrap_or_default();
-        children.split_whitespace().any(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "gimbal-plant")
-        })
-    };
-    while !plant_runs() {
+    while plant_pid(child.id()).is_none() {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "the plant did not start within 60 s"
