@@ -7,7 +7,8 @@
 //! CLOCK_MONOTONIC deadlines in `u64` nanoseconds), so preempt has its own type with the same
 //! API. `u64` nanoseconds cover 584 years of uptime.
 //!
-//! ```
+//! ```standalone_crate
+//! // Its own process: a simulated app of another doctest would install the mock clock.
 //! use preempt::Instant;
 //! use std::time::Duration;
 //!
