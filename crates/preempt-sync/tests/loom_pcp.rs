@@ -10,36 +10,54 @@ use loom::thread;
 use preempt_sync::event::{Event, Woke};
 use preempt_sync::pcp::{PcpGroup, PcpMutex};
 
+/// The futex model's hand-over order, the slow path's round limit and the trace are
+/// process-wide, and the test harness runs tests on parallel threads. A test switching the
+/// hand-over order while another test's model explores makes that model
+/// non-deterministic (loom panics: "Reached unexpected exploration state"), so every model
+/// holds this lock for its whole exploration.
+static ONE_MODEL_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_model_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    // A failed model poisons the lock; the other tests still run theirs.
+    ONE_MODEL_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Explores `f` with the futex model's defaults: hand-over to the oldest waiter, no round
+/// limit.
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if let Ok(trace) = preempt_sync::pcp::TRACE.try_lock() {
-            for line in trace.iter() {
-                eprintln!("trace: {line}");
+    let _one = one_model_at_a_time();
+    explore(f);
+}
+
+/// Prints the failing execution's PCP trace (once per process, whichever test fails).
+fn dump_trace_on_panic() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Ok(trace) = preempt_sync::pcp::TRACE.try_lock() {
+                for line in trace.iter() {
+                    eprintln!("trace: {line}");
+                }
             }
-        }
-        default_hook(info);
-    }));
+            default_hook(info);
+        }));
+    });
+}
+
+/// Runs loom on `f`; the caller holds [`one_model_at_a_time`].
+fn explore(f: impl Fn() + Sync + Send + 'static) {
+    dump_trace_on_panic();
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(2);
     }
     b.check(move || {
         preempt_sync::pcp::TRACE.lock().unwrap().clear();
-        let _dump = DumpOnPanic;
         f();
     });
-}
-
-struct DumpOnPanic;
-impl Drop for DumpOnPanic {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            for line in preempt_sync::pcp::TRACE.lock().unwrap().iter() {
-                eprintln!("trace: {line}");
-            }
-        }
-    }
 }
 
 fn group() -> &'static PcpGroup {
@@ -183,13 +201,23 @@ fn three_threads_two_levels() {
 /// slow-path lock may take at most `2 * threads` rounds: more is a livelock.
 fn model_both_hand_over_orders(threads: usize, f: impl Fn() + Sync + Send + Clone + 'static) {
     use std::sync::atomic::Ordering::Relaxed;
+
+    /// Puts the model's defaults back, also when a model fails.
+    struct Defaults;
+    impl Drop for Defaults {
+        fn drop(&mut self) {
+            preempt_sync::futex::HAND_OVER_TO_NEWEST.store(false, Relaxed);
+            preempt_sync::pcp::ROUND_LIMIT.store(0, Relaxed);
+        }
+    }
+
+    let _one = one_model_at_a_time();
+    let _defaults = Defaults;
     preempt_sync::pcp::ROUND_LIMIT.store(2 * threads, Relaxed);
     for newest in [false, true] {
         preempt_sync::futex::HAND_OVER_TO_NEWEST.store(newest, Relaxed);
-        model(f.clone());
+        explore(f.clone());
     }
-    preempt_sync::futex::HAND_OVER_TO_NEWEST.store(false, Relaxed);
-    preempt_sync::pcp::ROUND_LIMIT.store(0, Relaxed);
 }
 
 /// Main (priority 1) holds X (ceiling 3) until two threads sleep on its level; T1
