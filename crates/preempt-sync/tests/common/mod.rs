@@ -57,13 +57,61 @@ pub(crate) fn with_watchdog<R: Send + 'static>(
         Err(_) => {
             // Straight to the stderr handle: libtest captures the test thread's eprintln!
             // and would drop it at the exit below.
+            let mut err = std::io::stderr().lock();
             let _ = writeln!(
-                std::io::stderr(),
+                err,
                 "WATCHDOG: {name} did not finish within {limit:?}: deadlock or livelock"
             );
+            let _ = write!(err, "{}", thread_states());
             std::process::exit(101);
         }
     }
+}
+
+/// One line per thread of this process: its id, name, scheduler state (`R` running or
+/// runnable, `S` asleep), kernel wait channel, policy and real-time priority, and CPU time,
+/// so that a watchdog's failure tells a deadlock (every thread asleep on a futex) from a
+/// livelock (threads running and their CPU time growing).
+pub(crate) fn thread_states() -> String {
+    let mut out = String::from("threads (tid name state wchan policy rt_priority cpu_ticks):\n");
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out + "  (cannot read /proc/self/task)\n";
+    };
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        let wchan = std::fs::read_to_string(dir.join("wchan")).unwrap_or_default();
+        // comm may hold spaces and parentheses: the fields after it follow the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = &stat[open + 1..close];
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // Fields after comm, 0-based: state 0, utime 11, stime 12, rt_priority 37, policy 38.
+        let field = |i: usize| f.get(i).copied().unwrap_or("?");
+        let ticks = field(11).parse::<u64>().unwrap_or(0) + field(12).parse::<u64>().unwrap_or(0);
+        let policy = match field(38) {
+            "0" => "OTHER",
+            "1" => "FIFO",
+            "2" => "RR",
+            "3" => "BATCH",
+            "5" => "IDLE",
+            "6" => "DEADLINE",
+            other => other,
+        };
+        out += &format!(
+            "  {} {name} {} {} {policy} {} {ticks}\n",
+            task.file_name().to_string_lossy(),
+            field(0),
+            if wchan.is_empty() {
+                "-"
+            } else {
+                wchan.as_str()
+            },
+            field(37),
+        );
+    }
+    out
 }
 
 /// Multiplier for stress-test sizes from `PREEMPT_STRESS_SCALE` (default 1), for long
