@@ -152,17 +152,7 @@ pub fn run(
     stop: &Arc<AtomicBool>,
 ) -> Result<(GimbalData, Outputs, McapTail), String> {
     cfg.validate()?;
-    let mut out = Outputs::prepare(&cfg.out_dir, "gimbal")?;
-    out.begin()?;
-    match record(cfg, stop, &out) {
-        Ok((data, tail)) => Ok((data, out, tail)),
-        Err(e) => {
-            // Never started (or could not): an earlier run's files in DIR stay as they were.
-            let _ = std::fs::remove_file(preempt_rig::telemetry::part_path(&out.mcap));
-            out.abandon();
-            Err(e)
-        }
-    }
+    harness::record_into(&cfg.out_dir, "gimbal", |out| record(cfg, stop, out))
 }
 
 /// [`run`] once `out` is ready: records the run; its figures and the recording's end.
@@ -211,12 +201,30 @@ fn record(
 
     let (tx, rx) = bridge::channel::<SampleRecord>(BRIDGE_CAPACITY);
     let (setpoints, live) = LiveEnds::start(cfg, base_ns)?;
-    let finished = Arc::new(AtomicBool::new(false));
     let records = Vec::with_capacity(usize::try_from(samples).unwrap_or(0));
-    let recorder = harness::recorder(
-        "gimbal-recorder",
+    let spec = harness::RunSpec {
+        name: "gimbal",
+        stop,
+        flags: harness::AppFlags {
+            stop: &app::STOP,
+            plant_dead: &app::PLANT_DEAD,
+            fail: app::fail,
+            plant_cpu: cfg.plant_cpu,
+        },
+        explain: cfg.explain,
+        plant,
+        done_ring,
+    };
+    let harness::AppRun {
+        code,
+        state: (records, mut sink, write_error, live),
+        lost,
+        plant: counters,
+        plant_error,
+        explained,
+    } = harness::run_app(
+        spec,
         rx,
-        Arc::clone(&finished),
         (records, sink, mcap_error, live),
         |(records, sink, error, live), r: SampleRecord| {
             live.state(&r);
@@ -227,48 +235,20 @@ fn record(
             }
             records.push(r);
         },
-    )
-    .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
-    let watchdog = harness::watchdog(
-        "gimbal-watchdog",
-        Arc::clone(&plant),
-        done_ring,
-        Arc::clone(&finished),
-        Arc::clone(stop),
-        harness::AppFlags {
-            stop: &app::STOP,
-            plant_dead: &app::PLANT_DEAD,
-            fail: app::fail,
-            plant_cpu: cfg.plant_cpu,
+        || {
+            app::run(app::Setup {
+                fds,
+                steps: cfg.steps.clone(),
+                samples,
+                telemetry: tx,
+                setpoints,
+            })
         },
-    )
-    .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
-
-    if cfg.explain {
-        preempt::explain::request();
-    }
-    let code = app::run(app::Setup {
-        fds,
-        steps: cfg.steps.clone(),
-        samples,
-        telemetry: tx,
-        setpoints,
-    });
-
-    finished.store(true, Ordering::Release);
-    let _ = watchdog.join();
-    let ((records, mut sink, write_error, live), lost) = recorder
-        .join()
-        .map_err(|_| "the recorder thread panicked".to_string())?;
+        |p| p.counters(),
+    )?;
     let ros2 = live.finish();
-    let (counters, plant_error) = {
-        let mut p = plant.lock().unwrap_or_else(|e| e.into_inner());
-        let c = p.counters();
-        (c, p.stop().err())
-    };
     let stats = app::stats();
     let stats_json = stats.to_json();
-    let explained = preempt::explain::take_outcome();
     if code == 1 && records.is_empty() {
         // Never started: [`run`] gives an earlier run's files their names back.
         sink.discard();

@@ -7,6 +7,10 @@
 //!   whether the caller's stop flag (Ctrl-C) is set, and ends the app in either case: a dead
 //!   plant also rings `done`, so that an exchange waiting for its answer returns.
 //!
+//! [`run_app`] is one run around its app: both threads, `--explain`, the app, then the
+//! threads' ends and the plant's (a run's one session); [`record_into`] is its files'
+//! life: an earlier run's set aside, given back if this one cannot start.
+//!
 //! And the small steps around them: finding the plant binary, starting the plant and
 //! waiting for its loop, handing an app its set-up, running a mock-clock reference app. (A
 //! demo binary's Ctrl-C flag is every measuring program's: `preempt_io::sys::signal`.)
@@ -23,8 +27,10 @@ use preempt_io::sys::eventfd::EventFd;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use crate::outputs::Outputs;
 use crate::plant_rt::PlantConfig;
 use crate::spawn::PlantProcess;
+use crate::telemetry::McapTail;
 
 /// A demo binary's CPU flag: a CPU number, or `none` for no pinning; the error names `flag`.
 ///
@@ -277,6 +283,133 @@ pub fn watchdog(
                 let _ = clock::sleep_until_ns(ClockId::Monotonic, next);
             }
         })
+}
+
+/// Records a run into `dir`'s `<stem>.json` and `<stem>.mcap`: an earlier run's files are
+/// set aside (as `<stem>.previous.*`) until the caller has written this one's
+/// ([`Outputs::replaced`]); a run that `record` could not start gives them their names back
+/// and leaves no partial recording.
+///
+/// # Errors
+/// Files that cannot be prepared, or `record`'s error.
+pub fn record_into<R>(
+    dir: &Path,
+    stem: &str,
+    record: impl FnOnce(&Outputs) -> Result<(R, McapTail), String>,
+) -> Result<(R, Outputs, McapTail), String> {
+    let mut out = Outputs::prepare(dir, stem)?;
+    out.begin()?;
+    match record(&out) {
+        Ok((data, tail)) => Ok((data, out, tail)),
+        Err(e) => {
+            let _ = std::fs::remove_file(crate::telemetry::part_path(&out.mcap));
+            out.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// What a demo run is besides its app and its telemetry: the names of its threads, the
+/// caller's stop flag, the app's flags for the watchdog, whether `--explain` was asked for,
+/// and the started plant (its process and a handle on `done`, from [`StartedPlant`]).
+#[derive(Debug)]
+pub struct RunSpec<'a> {
+    /// The demo's name: its threads are `<name>-recorder` and `<name>-watchdog`.
+    pub name: &'a str,
+    /// The caller's Ctrl-C flag.
+    pub stop: &'a Arc<AtomicBool>,
+    /// What the watchdog sets in the app.
+    pub flags: AppFlags,
+    /// `--explain`: the runtime explains the run's misses.
+    pub explain: bool,
+    /// The plant process (shared with the watchdog).
+    pub plant: Arc<Mutex<PlantProcess>>,
+    /// A handle on `done` for the watchdog to ring.
+    pub done_ring: EventFd,
+}
+
+/// What [`run_app`] gives back once the app has returned and the plant is stopped.
+#[derive(Debug)]
+pub struct AppRun<S, L> {
+    /// The app's exit code.
+    pub code: i32,
+    /// The recorder's state after the last record.
+    pub state: S,
+    /// Records the bridge lost (ring full).
+    pub lost: u64,
+    /// What the caller's last look read from the plant before it was stopped.
+    pub plant: L,
+    /// Why stopping the plant failed, if it did.
+    pub plant_error: Option<String>,
+    /// The outcome of `--explain`, if it was asked for.
+    pub explained: Option<Result<preempt::explain::Report, String>>,
+}
+
+/// One demo run around its app: starts the [`recorder`] (every telemetry record goes to
+/// `take(&mut state, record)`) and the [`watchdog`] on the spec's plant, runs `app` (which
+/// returns the app's exit code), then stops both threads, lets `last_look` read the plant
+/// (its counters, its page) and stops it.
+///
+/// # Errors
+/// A helper thread that cannot start (nothing runs then) or a recorder that panicked.
+pub fn run_app<T, S, L>(
+    spec: RunSpec<'_>,
+    telemetry: Receiver<T>,
+    state: S,
+    take: impl FnMut(&mut S, T) + Send + 'static,
+    app: impl FnOnce() -> i32,
+    last_look: impl FnOnce(&mut PlantProcess) -> L,
+) -> Result<AppRun<S, L>, String>
+where
+    T: Send + 'static,
+    S: Send + 'static,
+{
+    let finished = Arc::new(AtomicBool::new(false));
+    let recorder = recorder(
+        &format!("{}-recorder", spec.name),
+        telemetry,
+        Arc::clone(&finished),
+        state,
+        take,
+    )
+    .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
+    let watchdog = watchdog(
+        &format!("{}-watchdog", spec.name),
+        Arc::clone(&spec.plant),
+        spec.done_ring,
+        Arc::clone(&finished),
+        Arc::clone(spec.stop),
+        spec.flags,
+    );
+    let watchdog = match watchdog {
+        Ok(w) => w,
+        Err(e) => {
+            finished.store(true, Ordering::Release);
+            let _ = recorder.join();
+            return Err(format!("cannot start the watchdog thread: {e}"));
+        }
+    };
+    if spec.explain {
+        preempt::explain::request();
+    }
+    let code = app();
+    let explained = preempt::explain::take_outcome();
+    finished.store(true, Ordering::Release);
+    let _ = watchdog.join();
+    let (state, lost) = recorder
+        .join()
+        .map_err(|_| "the recorder thread panicked".to_string())?;
+    let mut p = spec.plant.lock().unwrap_or_else(|e| e.into_inner());
+    let look = last_look(&mut p);
+    let plant_error = p.stop().err().map(|e| e.to_string());
+    Ok(AppRun {
+        code,
+        state,
+        lost,
+        plant: look,
+        plant_error,
+        explained,
+    })
 }
 
 #[cfg(test)]

@@ -195,19 +195,9 @@ pub fn fly(
 ) -> Result<(FlightCell, Outputs, McapTail), String> {
     cfg.validate()?;
     let samples = cfg.samples()?;
-    let mut out = Outputs::prepare(&cfg.out_dir, "uav")?;
     // An earlier flight's uav.json/uav.mcap are set aside as uav.previous.* until the caller
     // has written this one's ([`Outputs::replaced`]).
-    out.begin()?;
-    match record(cfg, stop, &out, samples) {
-        Ok((cell, tail)) => Ok((cell, out, tail)),
-        Err(e) => {
-            // Never started (or could not): an earlier flight's files stay as they were.
-            let _ = std::fs::remove_file(preempt_rig::telemetry::part_path(&out.mcap));
-            out.abandon();
-            Err(e)
-        }
-    }
+    harness::record_into(&cfg.out_dir, "uav", |out| record(cfg, stop, out, samples))
 }
 
 /// [`fly`] once `out` is ready: flies and records; the cell and the recording's end.
@@ -255,12 +245,30 @@ fn record(
     } = harness::start_plant(&cfg.sim_exe, &cfg.sim_prefix, &sim_cfg)?;
 
     let (tx, rx) = bridge::channel::<FlightRecord>(BRIDGE_CAPACITY);
-    let finished = Arc::new(AtomicBool::new(false));
     let records = Vec::with_capacity(usize::try_from(samples).unwrap_or(0));
-    let recorder = harness::recorder(
-        "uav-recorder",
+    let spec = harness::RunSpec {
+        name: "uav",
+        stop,
+        flags: harness::AppFlags {
+            stop: &app::STOP,
+            plant_dead: &app::SIM_DEAD,
+            fail: app::fail,
+            plant_cpu: cfg.sim_cpu,
+        },
+        explain: cfg.explain,
+        plant: sim,
+        done_ring,
+    };
+    let harness::AppRun {
+        code,
+        state: (records, sink, write_error, live),
+        lost,
+        plant: (counters, sim_crashed),
+        plant_error: sim_error,
+        explained,
+    } = harness::run_app(
+        spec,
         rx,
-        Arc::clone(&finished),
         (records, sink, mcap_error, live),
         |(records, sink, error, live), r: FlightRecord| {
             live.state(&r);
@@ -271,48 +279,22 @@ fn record(
             }
             records.push(r);
         },
-    )
-    .map_err(|e| format!("cannot start the recorder thread: {e}"))?;
-    let watchdog = harness::watchdog(
-        "uav-watchdog",
-        Arc::clone(&sim),
-        done_ring,
-        Arc::clone(&finished),
-        Arc::clone(stop),
-        harness::AppFlags {
-            stop: &app::STOP,
-            plant_dead: &app::SIM_DEAD,
-            fail: app::fail,
-            plant_cpu: cfg.sim_cpu,
+        || {
+            app::run(app::Setup {
+                fds,
+                mission: cfg.mission,
+                samples,
+                policy: (!soft).then_some(cfg.policy.policy),
+                telemetry: tx,
+                waypoints,
+            })
         },
-    )
-    .map_err(|e| format!("cannot start the watchdog thread: {e}"))?;
-
-    if cfg.explain {
-        preempt::explain::request();
-    }
-    let code = app::run(app::Setup {
-        fds,
-        mission: cfg.mission,
-        samples,
-        policy: (!soft).then_some(cfg.policy.policy),
-        telemetry: tx,
-        waypoints,
-    });
-
-    let explained = preempt::explain::take_outcome();
-    finished.store(true, Ordering::Release);
-    let _ = watchdog.join();
-    let ((records, sink, write_error, live), lost) = recorder
-        .join()
-        .map_err(|_| "the recorder thread panicked".to_string())?;
+        |p| {
+            let flags = p.bus.map.load_u64(preempt_rig::page::STAT_FLAGS);
+            (p.counters(), flags & crate::sim::FLAG_CRASHED != 0)
+        },
+    )?;
     let ros2 = live.finish();
-    let (counters, sim_crashed, sim_error) = {
-        let mut p = sim.lock().unwrap_or_else(|e| e.into_inner());
-        let c = p.counters();
-        let flags = p.bus.map.load_u64(preempt_rig::page::STAT_FLAGS);
-        (c, flags & crate::sim::FLAG_CRASHED != 0, p.stop().err())
-    };
     let app_error = app::ERROR.lock().map(|e| e.clone()).unwrap_or_default();
     if code == 1 && records.is_empty() {
         // Never started: [`fly`] gives an earlier flight's files their names back.
