@@ -17,7 +17,9 @@ handlers, `preempt check`'s PREEMPT_RT items). What they cannot: timing. The CPU
 
 The suite (one step per `@@BEGIN name` ... `@@END name rc=N` block on the console):
   check        `preempt check --json`: the preemption-model item PASSes on an RT kernel and
-               fails on the non-RT one; the virtualisation item reports an emulated CPU (FAIL)
+               fails on the non-RT one; the virtualisation item reports an emulated CPU (FAIL);
+               the RCU kthread item PASSes on an RT kernel naming RT_APPEND's priority (INFO
+               on the non-RT one)
   conformance  the thesis listings' and RTIC's example apps (the `thesis_listings`,
                `examples_output` and `rtic_conformance` test binaries of crate preempt);
                the golden outputs are compared for function: the demonstrator's closed-loop
@@ -530,6 +532,7 @@ STEPS = ["check", "thesis_listings", "examples_output", "rtic_conformance", "pcp
          "latency", "explain", "uav"]
 # The step each check reads, where it is not the check's own name.
 CHECK_STEP = {"check-json": "check", "preempt-model": "check", "emulated-cpu-reported": "check",
+              "rcu-kthreads": "check",
               "latency-bookkeeping": "latency", "latency-not-clean": "latency",
               "demo-uav": "uav"}
 
@@ -578,6 +581,13 @@ def judge_run(guest, steps, console, wanted):
     virt = items.get("virtualization", {})
     add("emulated-cpu-reported", str(virt.get("status", "")).lower() == "fail"
         and "emulated" in virt.get("value", ""), f"{virt}")
+    # The RT kernels boot with RT_APPEND's rcutree.kthread_prio: check must read it from the
+    # real kernel (PASS, naming the priority); the non-RT kernel's is only information.
+    rcu = items.get("rcu-kthreads", {})
+    rcu_prio = RT_APPEND.split("=")[1]
+    add("rcu-kthreads", (str(rcu.get("status", "")).lower() == "pass"
+                         and f"SCHED_FIFO {rcu_prio}:" in rcu.get("value", "")) if rt
+        else str(rcu.get("status", "")).lower() == "info", f"{rcu}")
     for t in ["thesis_listings", "examples_output", "rtic_conformance", "pcp-stress"]:
         s = steps.get(t)
         contended = s and re.search(r"contended rounds: \d+ of \d+", s["output"])

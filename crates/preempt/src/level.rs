@@ -21,7 +21,9 @@ pub enum IdlePolicy {
     /// wake-up latency = the kernel's (a few µs).
     Sleep,
     /// Never sleep: look at the queues again at once. Wake-up latency = one loop iteration
-    /// (sub-µs), at the price of a whole CPU; for isolated cores only.
+    /// (sub-µs), at the price of a whole CPU; for isolated cores only. On PREEMPT_RT a
+    /// spinning level above RCU's kthreads (`rcutree.kthread_prio`, 1 by default) starves
+    /// them on its CPU and stalls RCU: the app warns at start.
     Spin,
     /// Spin for this many ns after the last job, then sleep: fast response to bursts, no
     /// CPU burnt in long idle periods.

@@ -10,6 +10,7 @@
 //! | CAP_IPC_LOCK, or RLIMIT_MEMLOCK unlimited | always (`mlockall(MCL_CURRENT \| MCL_FUTURE)`; a finite limit would make later allocations fail) | error |
 //! | kernel is PREEMPT_RT           | never required                       | warning              |
 //! | not under user-mode emulation (qemu-user) | never required            | warning              |
+//! | on PREEMPT_RT, no level that idles by spinning above RCU's kthreads (`rcutree.kthread_prio`) | never required | warning |
 //!
 //! Under user-mode emulation the emulator itself is not real-time safe: qemu-user runs every
 //! thread of the app as a host thread and serialises parts of its translator with spin locks
@@ -45,6 +46,8 @@ pub(crate) struct Facts {
     pub(crate) user: String,
     /// `Some(host architecture)` under user-mode emulation.
     pub(crate) emulated_on: Option<&'static str>,
+    /// RCU's kthreads' SCHED_FIFO priority (`rcutree.kthread_prio`), where readable.
+    pub(crate) rcu_kthread_prio: Option<i32>,
 }
 
 impl Facts {
@@ -70,6 +73,7 @@ impl Facts {
                 .unwrap_or_else(|_| "<your program>".into()),
             user: std::env::var("USER").unwrap_or_else(|_| "<user>".into()),
             emulated_on: preempt_io::sys::cpu::user_mode_emulation(),
+            rcu_kthread_prio: kernel::rcu_kthread_prio().ok(),
         }
     }
 }
@@ -90,6 +94,11 @@ pub(crate) enum Warning {
     NotPreemptRt { model: String },
     /// This binary runs under user-mode emulation on a `host` machine (see the module docs).
     UserModeEmulation { host: &'static str },
+    /// On PREEMPT_RT, these levels idle by spinning at SCHED_FIFO priorities above RCU's
+    /// kthreads: a spinning level keeps its CPU busy and starves `rcuc/N` there inside an
+    /// RCU read-side section, so no grace period ends (`preempt_io::sys::kernel::
+    /// rcu_kthread_prio`; seen in this project's PREEMPT_RT guests, docs/MEASURING.md).
+    SpinningAboveRcu { levels: Vec<u8>, kthread_prio: i32 },
 }
 
 /// Problems (start-up stops) and warnings (it goes on).
@@ -100,8 +109,9 @@ pub(crate) struct Assessment {
 }
 
 /// Decides from `facts` whether an app whose highest task priority is `max_priority`
-/// (`None`: no tasks) may start in real-time mode.
-pub(crate) fn assess(facts: &Facts, max_priority: Option<u8>) -> Assessment {
+/// (`None`: no tasks) and whose levels `spinning` idle by spinning may start in real-time
+/// mode.
+pub(crate) fn assess(facts: &Facts, max_priority: Option<u8>, spinning: &[u8]) -> Assessment {
     let mut out = Assessment::default();
     if let Some(needed) = max_priority
         && !facts.cap_sys_nice
@@ -122,6 +132,19 @@ pub(crate) fn assess(facts: &Facts, max_priority: Option<u8>) -> Assessment {
     }
     if let (Some(_), Some(host)) = (max_priority, facts.emulated_on) {
         out.warnings.push(Warning::UserModeEmulation { host });
+    }
+    if let (true, Some(kthread_prio)) = (facts.preempt_rt, facts.rcu_kthread_prio) {
+        let levels: Vec<u8> = spinning
+            .iter()
+            .copied()
+            .filter(|&p| i32::from(p) > kthread_prio)
+            .collect();
+        if !levels.is_empty() {
+            out.warnings.push(Warning::SpinningAboveRcu {
+                levels,
+                kthread_prio,
+            });
+        }
     }
     out
 }
@@ -205,6 +228,24 @@ pub(crate) fn render_warning(warning: &Warning) -> String {
                  machine or in a full-system emulator (qemu-system-{arch} with its own kernel)."
             )
         }
+        Warning::SpinningAboveRcu {
+            levels,
+            kthread_prio,
+        } => {
+            let names: Vec<String> = levels.iter().map(|p| format!("p{p}")).collect();
+            let highest = levels.iter().max().copied().unwrap_or(0);
+            format!(
+                "preempt: warning: executor level(s) {} idle by spinning (idle = spin) at \
+                 SCHED_FIFO above RCU's kthreads (rcutree.kthread_prio={kthread_prio}) on this \
+                 PREEMPT_RT kernel: a spinning level keeps its CPU busy, starves RCU's rcuc/N \
+                 thread there inside an RCU read-side section, and no RCU grace period ends \
+                 (the kernel reports an RCU stall; Documentation/RCU/stallwarn.rst). Boot with \
+                 rcutree.kthread_prio={} or higher (RCU's kthreads then preempt these levels), \
+                 or let these levels sleep when idle (idle = sleep or spin_then_sleep).",
+                names.join(", "),
+                highest + 1
+            )
+        }
     }
 }
 
@@ -247,6 +288,7 @@ mod tests {
             exe: "/usr/bin/robot".into(),
             user: "alice".into(),
             emulated_on: None,
+            rcu_kthread_prio: Some(1),
         }
     }
 
@@ -257,7 +299,7 @@ mod tests {
         f.cap_ipc_lock = true;
         f.preempt_rt = true;
         f.emulated_on = Some("x86_64");
-        let a = assess(&f, Some(3));
+        let a = assess(&f, Some(3), &[]);
         assert!(a.problems.is_empty());
         assert_eq!(
             a.warnings,
@@ -273,13 +315,13 @@ mod tests {
             assert!(text.contains(needle), "missing `{needle}`: {text}");
         }
         // No tasks, no real-time executors: nothing to warn of.
-        assert!(assess(&f, None).warnings.is_empty());
+        assert!(assess(&f, None, &[]).warnings.is_empty());
     }
 
     #[test]
     fn unprivileged_process_gets_both_problems_and_every_fix() {
         let f = facts();
-        let a = assess(&f, Some(15));
+        let a = assess(&f, Some(15), &[]);
         assert_eq!(
             a.problems,
             vec![
@@ -307,20 +349,20 @@ mod tests {
         let mut f = facts();
         f.cap_sys_nice = true;
         f.cap_ipc_lock = true;
-        assert!(assess(&f, Some(99)).problems.is_empty());
+        assert!(assess(&f, Some(99), &[]).problems.is_empty());
         let mut f = facts();
         f.rtprio.soft = Some(20);
         f.memlock.soft = None;
-        assert!(assess(&f, Some(20)).problems.is_empty());
+        assert!(assess(&f, Some(20), &[]).problems.is_empty());
         assert_eq!(
-            assess(&f, Some(21)).problems,
+            assess(&f, Some(21), &[]).problems,
             vec![Problem::RtPrio {
                 needed: 21,
                 limit: Some(20)
             }]
         );
         // No tasks: no real-time priority needed.
-        assert!(assess(&f, None).problems.is_empty());
+        assert!(assess(&f, None, &[]).problems.is_empty());
     }
 
     #[test]
@@ -328,11 +370,53 @@ mod tests {
         let mut f = facts();
         f.cap_sys_nice = true;
         f.cap_ipc_lock = true;
-        let a = assess(&f, Some(1));
+        let a = assess(&f, Some(1), &[]);
         assert!(a.problems.is_empty());
         assert_eq!(a.warnings.len(), 1);
         assert!(render_warning(&a.warnings[0]).contains("not PREEMPT_RT"));
         f.preempt_rt = true;
-        assert!(assess(&f, Some(1)).warnings.is_empty());
+        assert!(assess(&f, Some(1), &[]).warnings.is_empty());
+    }
+
+    #[test]
+    fn spinning_levels_above_rcu_kthreads_on_preempt_rt_are_a_warning_with_both_fixes() {
+        let mut f = facts();
+        f.cap_sys_nice = true;
+        f.cap_ipc_lock = true;
+        f.preempt_rt = true;
+        let a = assess(&f, Some(3), &[1, 3]);
+        assert!(a.problems.is_empty());
+        assert_eq!(
+            a.warnings,
+            vec![Warning::SpinningAboveRcu {
+                levels: vec![3],
+                kthread_prio: 1
+            }]
+        );
+        let text = render_warning(&a.warnings[0]);
+        for needle in [
+            "level(s) p3",
+            "rcutree.kthread_prio=1)",
+            "rcuc/N",
+            "rcutree.kthread_prio=4 or higher",
+            "idle = sleep",
+        ] {
+            assert!(text.contains(needle), "missing `{needle}`: {text}");
+        }
+        // Raised above every spinning level, not PREEMPT_RT, or unreadable: no warning.
+        f.rcu_kthread_prio = Some(20);
+        assert!(assess(&f, Some(3), &[3]).warnings.is_empty());
+        f.rcu_kthread_prio = None;
+        assert!(assess(&f, Some(3), &[3]).warnings.is_empty());
+        f.rcu_kthread_prio = Some(1);
+        f.preempt_rt = false;
+        let a = assess(&f, Some(3), &[3]);
+        assert!(
+            !a.warnings
+                .iter()
+                .any(|w| matches!(w, Warning::SpinningAboveRcu { .. })),
+            "{:?}",
+            a.warnings
+        );
     }
 }

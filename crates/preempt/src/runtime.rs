@@ -556,7 +556,13 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
         eprintln!("{}", readiness::soft_mode_warning(config.name));
     } else {
         let facts = readiness::Facts::gather();
-        let assessment = readiness::assess(&facts, max_priority);
+        let spinning: Vec<u8> = config
+            .executors
+            .iter()
+            .map(|e| e.priority())
+            .filter(|&p| p > 0 && config.idle_policy(p) == crate::level::IdlePolicy::Spin)
+            .collect();
+        let assessment = readiness::assess(&facts, max_priority, &spinning);
         if !assessment.problems.is_empty() {
             eprintln!(
                 "{}",

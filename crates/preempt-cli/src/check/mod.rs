@@ -65,6 +65,7 @@ pub(crate) fn run_without_probes() -> CheckReport {
         high_res_timers(),
         rt_throttling(),
         fair_server(),
+        rcu_kthreads(),
         privilege_rtprio(),
         privilege_memlock(),
         governor(&online),
@@ -187,6 +188,67 @@ fn rt_throttling() -> CheckItem {
             "",
         ),
     }
+}
+
+/// RCU's kthreads on PREEMPT_RT: the per-CPU callback threads `rcuc/N`, which invoke
+/// callbacks inside an RCU read-side section there, and the boost threads `rcub/N`, which
+/// lift a preempted reader only to their own priority, all run at SCHED_FIFO
+/// `rcutree.kthread_prio` (1 by default). A real-time thread above it that keeps a CPU busy
+/// starves `rcuc/N` inside its read-side section: no grace period ends, no callback runs,
+/// and the kernel reports an RCU stall (`Documentation/RCU/stallwarn.rst` lists this cause
+/// and the boot parameter as its remedy). Seen in this project's PREEMPT_RT guests
+/// (docs/MEASURING.md, "The PCP stress test's one hang").
+fn rcu_kthreads() -> CheckItem {
+    let rt = kernel::preempt_info().model == kernel::PreemptModel::Rt;
+    rcu_kthreads_item(rt, kernel::rcu_kthread_prio())
+}
+
+fn rcu_kthreads_item(rt: bool, kthread_prio: Result<i32, String>) -> CheckItem {
+    let id = "rcu-kthreads";
+    let title = "RCU kthread priority (rcutree.kthread_prio)";
+    let prio = match kthread_prio {
+        Ok(p) => p,
+        Err(why) => return item(id, title, Status::Info, why, ""),
+    };
+    if !rt {
+        return item(
+            id,
+            title,
+            Status::Info,
+            format!(
+                "SCHED_FIFO {prio} (it matters on PREEMPT_RT, where RCU's callbacks run in the \
+                 rcuc/N threads at this priority)"
+            ),
+            "",
+        );
+    }
+    if prio >= 2 {
+        return item(
+            id,
+            title,
+            Status::Pass,
+            format!(
+                "SCHED_FIFO {prio}: real-time threads at {} or below cannot starve RCU's \
+                 kthreads (rcuc/N, rcub/N), however long they run",
+                prio - 1
+            ),
+            "",
+        );
+    }
+    item(
+        id,
+        title,
+        Status::Warn,
+        format!(
+            "SCHED_FIFO {prio}: a real-time thread above {prio} that keeps a CPU busy (a \
+             spinning executor level, a long computation) starves RCU's rcuc/N thread there, \
+             no grace period ends and the kernel reports an RCU stall \
+             (Documentation/RCU/stallwarn.rst)"
+        ),
+        "boot with rcutree.kthread_prio=N above your CPU-bound real-time threads and below \
+         your latency-critical ones (e.g. rcutree.kthread_prio=20 with CPU-bound threads at \
+         19 or below); loops that sleep every period need nothing",
+    )
 }
 
 /// The fair-server (dl_server) of kernels >= 6.12 reserves CPU time for SCHED_OTHER tasks
@@ -757,6 +819,20 @@ mod tests {
         }
         let ids: std::collections::HashSet<_> = report.items.iter().map(|i| &i.id).collect();
         assert_eq!(ids.len(), report.items.len(), "duplicate ids");
+    }
+
+    #[test]
+    fn rcu_kthreads_warn_on_preempt_rt_at_the_default_priority_only() {
+        let warn = rcu_kthreads_item(true, Ok(1));
+        assert_eq!(warn.status, Status::Warn, "{warn:?}");
+        assert!(warn.fix.contains("rcutree.kthread_prio="), "{warn:?}");
+        let pass = rcu_kthreads_item(true, Ok(20));
+        assert_eq!(pass.status, Status::Pass, "{pass:?}");
+        assert!(pass.value.contains("19 or below"), "{pass:?}");
+        assert_eq!(rcu_kthreads_item(false, Ok(1)).status, Status::Info);
+        let unreadable = rcu_kthreads_item(true, Err("not readable (ENOENT)".into()));
+        assert_eq!(unreadable.status, Status::Info);
+        assert!(unreadable.value.contains("not readable"), "{unreadable:?}");
     }
 
     #[test]

@@ -131,6 +131,26 @@ pub fn is_preempt_rt() -> bool {
     preempt_info().model == PreemptModel::Rt
 }
 
+/// Where the kernel says at which SCHED_FIFO priority RCU's kthreads run.
+pub const RCU_KTHREAD_PRIO_PATH: &str = "/sys/module/rcutree/parameters/kthread_prio";
+
+/// The SCHED_FIFO priority of RCU's kthreads (`rcutree.kthread_prio`: on PREEMPT_RT the
+/// per-CPU callback threads `rcuc/N`, the boost threads `rcub/N` and the grace-period
+/// kthreads; 1 by default there). A real-time thread above it that keeps a CPU busy starves
+/// `rcuc/N` inside an RCU read-side section and stalls RCU for the whole machine
+/// (`Documentation/RCU/stallwarn.rst`).
+///
+/// # Errors
+/// The file cannot be read (a kernel without tree RCU), or does not hold a number: the
+/// message says which.
+pub fn rcu_kthread_prio() -> Result<i32, String> {
+    let text = std::fs::read_to_string(RCU_KTHREAD_PRIO_PATH)
+        .map_err(|e| format!("{RCU_KTHREAD_PRIO_PATH}: not readable ({e})"))?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{RCU_KTHREAD_PRIO_PATH}: unexpected {:?}", text.trim()))
+}
+
 /// The kernel's message buffer as `/dev/kmsg` holds it now (one message per line, without
 /// the `priority,sequence,time,flags;` prefix), read without waiting for new messages. It
 /// starts at the boot banner (`Linux version ...`) unless the ring buffer wrapped.
