@@ -34,29 +34,49 @@ fn value<'a>(flag: &str, it: &mut impl Iterator<Item = &'a String>) -> Result<&'
     it.next().ok_or_else(|| format!("{flag}: missing value"))
 }
 
-fn parse(argv: &[String]) -> Result<Args, String> {
+const USAGE: &str = "usage: imu-sim --odr 3200|6400 [--accel 100,400] [--cpu N] [--priority P] [--duration S] [--bus memfd|spi] [--bus-ns-per-byte NS] [--fds R0,I0[,S0],...]";
+
+/// The simulator's arguments; `None` for `--help`.
+fn parse(argv: &[String]) -> Result<Option<Args>, String> {
     let mut cfg = SimConfig::default();
     let mut fds = None;
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--odr" => cfg.odr_hz = value(a, &mut it)?.parse().map_err(|_| "--odr: expected 3200 or 6400".to_owned())?,
+            "--odr" => {
+                cfg.odr_hz = value(a, &mut it)?
+                    .parse()
+                    .map_err(|_| "--odr: expected 3200 or 6400".to_owned())?
+            }
             "--accel" => {
                 cfg.accel_hz = value(a, &mut it)?
                     .split(',')
-                    .map(|s| s.parse().map_err(|_| format!("--accel: '{s}' is not a rate in Hz")))
+                    .map(|s| {
+                        s.parse()
+                            .map_err(|_| format!("--accel: '{s}' is not a rate in Hz"))
+                    })
                     .collect::<Result<_, _>>()?;
             }
-            "--cpu" => cfg.cpu = Some(value(a, &mut it)?.parse().map_err(|_| "--cpu: expected a CPU number".to_owned())?),
+            "--cpu" => {
+                cfg.cpu = Some(
+                    value(a, &mut it)?
+                        .parse()
+                        .map_err(|_| "--cpu: expected a CPU number".to_owned())?,
+                )
+            }
             "--priority" => {
-                let p: u8 = value(a, &mut it)?.parse().map_err(|_| "--priority: expected 1..=99".to_owned())?;
+                let p: u8 = value(a, &mut it)?
+                    .parse()
+                    .map_err(|_| "--priority: expected 1..=99".to_owned())?;
                 if !(1..=99).contains(&p) {
                     return Err("--priority: expected 1..=99".into());
                 }
                 cfg.fifo_priority = Some(p);
             }
             "--duration" => {
-                let s: f64 = value(a, &mut it)?.parse().map_err(|_| "--duration: expected seconds".to_owned())?;
+                let s: f64 = value(a, &mut it)?
+                    .parse()
+                    .map_err(|_| "--duration: expected seconds".to_owned())?;
                 if !(s > 0.0 && s < 86_400.0) {
                     return Err("--duration: expected 0 < seconds < 86400".into());
                 }
@@ -78,11 +98,14 @@ fn parse(argv: &[String]) -> Result<Args, String> {
                 fds = Some(
                     value(a, &mut it)?
                         .split(',')
-                        .map(|s| s.parse().map_err(|_| format!("--fds: '{s}' is not a descriptor number")))
+                        .map(|s| {
+                            s.parse()
+                                .map_err(|_| format!("--fds: '{s}' is not a descriptor number"))
+                        })
                         .collect::<Result<Vec<i32>, _>>()?,
                 );
             }
-            "-h" | "--help" => return Err("usage: imu-sim --odr 3200|6400 [--accel 100,400] [--cpu N] [--priority P] [--duration S] [--bus memfd|spi] [--bus-ns-per-byte NS] [--fds R0,I0[,S0],...]".into()),
+            "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown flag '{other}' (see --help)")),
         }
     }
@@ -98,7 +121,7 @@ fn parse(argv: &[String]) -> Result<Args, String> {
             ));
         }
     }
-    Ok(Args { cfg, fds })
+    Ok(Some(Args { cfg, fds }))
 }
 
 fn run(args: &Args) -> std::io::Result<()> {
@@ -166,7 +189,11 @@ fn run(args: &Args) -> std::io::Result<()> {
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse(&argv) {
-        Ok(a) => a,
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("imu-sim: {e}");
             return ExitCode::from(2);

@@ -26,7 +26,11 @@ fn usage(name: &str) -> String {
     )
 }
 
-fn parse(name: &str, argv: &[String]) -> Result<(PlantConfig, Option<Vec<i32>>), String> {
+/// A plant's command line: its configuration and the descriptors it inherited (`--fds`).
+type Args = (PlantConfig, Option<Vec<i32>>);
+
+/// The plant's command line; `None` for `--help`.
+fn parse(name: &str, argv: &[String]) -> Result<Option<Args>, String> {
     let usage = usage(name);
     let mut cfg = PlantConfig::default();
     let mut fds = None;
@@ -80,11 +84,11 @@ fn parse(name: &str, argv: &[String]) -> Result<(PlantConfig, Option<Vec<i32>>),
                 }
                 cfg.duration_ns = Some((s * 1e9) as u64);
             }
-            "-h" | "--help" => return Err(usage),
+            "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown flag '{other}' ({usage})")),
         }
     }
-    Ok((cfg, fds))
+    Ok(Some((cfg, fds)))
 }
 
 fn run<M: PlantModel>(
@@ -150,7 +154,11 @@ fn run<M: PlantModel>(
 /// 2 bad arguments.
 pub fn main_for<M: PlantModel>(argv: &[String], make: fn(u64) -> M) -> u8 {
     let (cfg, fds) = match parse(M::NAME, argv) {
-        Ok(a) => a,
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{}", usage(M::NAME));
+            return 0;
+        }
         Err(e) => {
             eprintln!("{}: {e}", M::NAME);
             return 2;

@@ -10,7 +10,9 @@
 //! figures. `--reference-only` runs only the ideal-timing reference and writes every
 //! sample's values as bit patterns (hex), one line per sample: two runs with the same seed
 //! give identical files. Ctrl-C stops the run and keeps both files (marked interrupted).
-//! Exit codes: 0 ok, 1 error, 2 bad arguments, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.
+//! Exit codes: 0 ok, 1 error (also a result file or recording that could not be written:
+//! the figures are printed first), 2 bad arguments, 130 interrupted (Ctrl-C), 143 stopped by
+//! SIGTERM. `--help` prints the usage and exits 0.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -21,7 +23,8 @@ use preempt_gimbal::demo::{self, DemoConfig};
 
 const USAGE: &str = "usage: gimbal-demo [--duration S] [--steps pan=0.5@0.2s,tilt=-0.3@1.0s] [--seed N] [--out DIR] [--plant-cpu N|none] [--foxglove ADDR] [--ros2] [--explain] [--reference-only FILE]";
 
-fn parse(argv: &[String]) -> Result<(DemoConfig, Option<PathBuf>), String> {
+/// The run's configuration and `--reference-only`'s file; `None` for `--help`.
+fn parse(argv: &[String]) -> Result<Option<(DemoConfig, Option<PathBuf>)>, String> {
     let mut cfg = DemoConfig::new(&PathBuf::from("gimbal-demo"));
     let mut reference_only = None;
     let mut it = argv.iter();
@@ -51,12 +54,12 @@ fn parse(argv: &[String]) -> Result<(DemoConfig, Option<PathBuf>), String> {
             "--foxglove" => cfg.foxglove = Some(value()?.clone()),
             "--ros2" => cfg.ros2 = true,
             "--explain" => cfg.explain = true,
-            "-h" | "--help" => return Err(USAGE.into()),
+            "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown flag '{other}' ({USAGE})")),
         }
     }
     cfg.validate()?;
-    Ok((cfg, reference_only))
+    Ok(Some((cfg, reference_only)))
 }
 
 fn reference_only(cfg: &DemoConfig, path: &PathBuf) -> Result<(), String> {
@@ -88,7 +91,11 @@ static ALLOCATOR: preempt::rt_safety::CheckedAlloc = preempt::rt_safety::Checked
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let (cfg, reference) = match parse(&argv) {
-        Ok(a) => a,
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("gimbal-demo: {e}");
             return ExitCode::from(2);
@@ -119,9 +126,13 @@ fn main() -> ExitCode {
                 out.replaced();
             }
             d.output_error = tail.close().1;
-            if let Err(e) = written.and_then(|()| demo::write_json(&out.json, &d)) {
-                eprintln!("gimbal-demo: {e}");
-                d.output_error.get_or_insert(e);
+            // Written again with the recording's outcome; also when the first write failed:
+            // a recording that filled the disk is removed by now. The result file is the
+            // run's record: without it the run failed (exit 1), after the figures are printed
+            // below.
+            let json_error = demo::write_json(&out.json, &d).err();
+            if written.is_err() && json_error.is_none() {
+                out.replaced();
             }
             if d.soft {
                 println!(
@@ -191,9 +202,19 @@ fn main() -> ExitCode {
             if let Some(why) = d.explain_summary() {
                 print!("{why}");
             }
-            println!("wrote {} and {}", out.json.display(), out.mcap.display());
-            if let Some(e) = &d.output_error {
-                eprintln!("gimbal-demo: {e}");
+            if let Some(e) = &json_error {
+                eprintln!("gimbal-demo: {e} (the figures above are all that is left of the run)");
+                return ExitCode::from(1);
+            }
+            match &d.output_error {
+                None => println!("wrote {} and {}", out.json.display(), out.mcap.display()),
+                Some(e) => {
+                    println!("wrote {}", out.json.display());
+                    eprintln!(
+                        "gimbal-demo: {e}; the figures were written to {} before it",
+                        out.json.display()
+                    );
+                }
             }
             if let Some(e) = &d.error {
                 eprintln!(
@@ -203,6 +224,10 @@ fn main() -> ExitCode {
             }
             if d.interrupted || stop.load(Ordering::Relaxed) {
                 return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
+            }
+            // A recording that could not be written fails the run, as `preempt demo gimbal`.
+            if d.output_error.is_some() {
+                return ExitCode::from(1);
             }
             ExitCode::SUCCESS
         }

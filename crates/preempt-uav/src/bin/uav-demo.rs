@@ -9,8 +9,9 @@
 //! Flies the mission under SCHED_FIFO 99 (the study's `fifo:99` row; `preempt demo uav
 //! --policy` flies the others), writes `DIR/uav.json` (kind `demo_uav`) and `DIR/uav.mcap`,
 //! and prints the flight's figures. Ctrl-C stops the flight and keeps both files (marked
-//! interrupted). Exit codes: 0 ok, 1 error, 2 bad arguments, 130 interrupted (Ctrl-C), 143
-//! stopped by SIGTERM.
+//! interrupted). Exit codes: 0 ok, 1 error (also a result file or recording that could not
+//! be written: the figures are printed first), 2 bad arguments, 130 interrupted (Ctrl-C), 143
+//! stopped by SIGTERM. `--help` prints the usage and exits 0.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +22,8 @@ use preempt_uav::demo::{self, FlightConfig};
 const USAGE: &str =
     "usage: uav-demo [--duration S] [--seed N] [--out DIR] [--sim-cpu N|none] [--ros2] [--explain]";
 
-fn parse(argv: &[String]) -> Result<FlightConfig, String> {
+/// The flight's configuration; `None` for `--help`.
+fn parse(argv: &[String]) -> Result<Option<FlightConfig>, String> {
     let mut cfg = FlightConfig::new(&PathBuf::from("uav-demo"));
     let mut it = argv.iter();
     while let Some(a) = it.next() {
@@ -45,12 +47,12 @@ fn parse(argv: &[String]) -> Result<FlightConfig, String> {
             "--sim-cpu" => cfg.sim_cpu = preempt_rig::harness::cpu_or_none("--sim-cpu", value()?)?,
             "--ros2" => cfg.ros2 = true,
             "--explain" => cfg.explain = true,
-            "-h" | "--help" => return Err(USAGE.into()),
+            "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown flag '{other}' ({USAGE})")),
         }
     }
     cfg.validate()?;
-    Ok(cfg)
+    Ok(Some(cfg))
 }
 
 // The flight's app (`main = false`) runs here: this allocator reports its real-time jobs'
@@ -62,7 +64,11 @@ static ALLOCATOR: preempt::rt_safety::CheckedAlloc = preempt::rt_safety::Checked
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let cfg = match parse(&argv) {
-        Ok(c) => c,
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("uav-demo: {e}");
             return ExitCode::from(2);
@@ -90,15 +96,17 @@ fn main() -> ExitCode {
         std::fs::write(&out.json, text + "\n")
             .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))
     };
-    if let Err(e) = write(&data) {
-        eprintln!("uav-demo: {e}");
-        return ExitCode::from(1);
+    let written = write(&data);
+    if written.is_ok() {
+        out.replaced();
     }
-    out.replaced();
     data.cells[0].output_error = tail.close().1;
-    if let Err(e) = write(&data) {
-        eprintln!("uav-demo: {e}");
-        return ExitCode::from(1);
+    // Written again with the recording's outcome; also when the first write failed: a
+    // recording that filled the disk is removed by now. The result file is the flight's
+    // record: without it the flight failed (exit 1), after the figures are printed below.
+    let json_error = write(&data).err();
+    if written.is_err() && json_error.is_none() {
+        out.replaced();
     }
     let c = &data.cells[0];
     if c.soft {
@@ -122,7 +130,20 @@ fn main() -> ExitCode {
     if let Some(line) = c.ros2_line() {
         println!("{line}");
     }
-    println!("wrote {} and {}", out.json.display(), out.mcap.display());
+    if let Some(e) = &json_error {
+        eprintln!("uav-demo: {e} (the figures above are all that is left of the flight)");
+        return ExitCode::from(1);
+    }
+    match &c.output_error {
+        None => println!("wrote {} and {}", out.json.display(), out.mcap.display()),
+        Some(e) => {
+            println!("wrote {}", out.json.display());
+            eprintln!(
+                "uav-demo: {e}; the figures were written to {} before it",
+                out.json.display()
+            );
+        }
+    }
     if let Some(e) = &c.error {
         eprintln!(
             "uav-demo: the flight stopped early: {e} (results so far kept, marked interrupted)"
@@ -131,6 +152,10 @@ fn main() -> ExitCode {
     }
     if c.interrupted || stop.load(Ordering::Relaxed) {
         return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
+    }
+    // A recording that could not be written fails the flight, as `preempt demo uav`.
+    if c.output_error.is_some() {
+        return ExitCode::from(1);
     }
     ExitCode::SUCCESS
 }
