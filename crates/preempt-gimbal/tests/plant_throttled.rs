@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use preempt_gimbal::model::Plant;
-use preempt_io::sys::clock::monotonic_now_ns;
+use preempt_io::sys::clock::{self, ClockId, monotonic_now_ns};
 use preempt_io::sys::memfd::SharedMap;
 use preempt_io::sys::sched::{self, Policy};
 use preempt_rig::page::PAGE_LEN;
@@ -23,8 +23,10 @@ use preempt_rig::plant_rt::{self, PlantConfig};
 use preempt_rig::spawn::{BusEnds, PlantCounters};
 
 /// Runs the plant alone on `cpu` at SCHED_FIFO 95 for `secs` (a hog of SCHED_FIFO 50 beside
-/// it when `hog`, and a SCHED_OTHER task waiting there either way); its counters.
-fn plant_run(cpu: usize, secs: f64, hog: bool) -> PlantCounters {
+/// it when `hog`, and a SCHED_OTHER task waiting there either way); its counters, and the
+/// CPU time the SCHED_OTHER task got: with the hog, only what the kernel took from the
+/// real-time class for it.
+fn plant_run(cpu: usize, secs: f64, hog: bool) -> (PlantCounters, u64) {
     let bus = BusEnds::new().unwrap();
     let map = Arc::new(SharedMap::new(std::os::fd::AsFd::as_fd(&bus.page), PAGE_LEN).unwrap());
     let until = monotonic_now_ns() + (secs * 1e9) as u64 + 50_000_000;
@@ -37,6 +39,7 @@ fn plant_run(cpu: usize, secs: f64, hog: bool) -> PlantCounters {
             while monotonic_now_ns() < until {
                 std::hint::spin_loop();
             }
+            clock::now_ns(ClockId::ThreadCputime)
         }
     };
     let other = std::thread::spawn(spin(None));
@@ -68,9 +71,16 @@ fn plant_run(cpu: usize, secs: f64, hog: bool) -> PlantCounters {
     if let Some(h) = hog {
         h.join().unwrap();
     }
-    other.join().unwrap();
-    PlantCounters::read(&map)
+    let other_cpu_ns = other.join().unwrap();
+    (PlantCounters::read(&map), other_cpu_ns)
 }
+
+/// The CPU time a stop of the real-time class gives the waiting SCHED_OTHER task at least:
+/// the throttle detector's threshold (80 % of the 50 ms window).
+const STOPPED_NS: u64 = 40_000_000;
+
+/// Attempts at a run in which the kernel stops the real-time class.
+const ATTEMPTS: usize = 3;
 
 #[test]
 fn the_plant_counts_the_kernel_stopping_its_real_time_class() {
@@ -83,11 +93,32 @@ fn the_plant_counts_the_kernel_stopping_its_real_time_class() {
         return;
     }
     let cpu = *preempt_io::sys::cpu::online_cpus().unwrap().last().unwrap();
-    let hogged = plant_run(cpu, 2.5, true);
+    // What is tested is the plant's count, not the kernel's throttling: whether the kernel
+    // stopped the class is read from the SCHED_OTHER task's CPU time. A run in which it did
+    // not (once in CI, 2026-11-28: the waiting task got no CPU in 2.5 s) is run again.
+    let mut runs = Vec::new();
+    let hogged = loop {
+        let (counters, other_cpu_ns) = plant_run(cpu, 2.5, true);
+        if other_cpu_ns >= STOPPED_NS {
+            break counters;
+        }
+        runs.push(other_cpu_ns);
+        assert!(
+            runs.len() < ATTEMPTS,
+            "the kernel never stopped the real-time class for the waiting SCHED_OTHER task in \
+             {ATTEMPTS} runs of 2.5 s (its CPU time per run, ns: {runs:?}): neither RT \
+             throttling (sched_rt_runtime_us) nor the fair server acted"
+        );
+        eprintln!(
+            "note: run {} did not stop the real-time class; again",
+            runs.len()
+        );
+    };
     assert!(hogged.fifo && hogged.pinned, "{hogged:?}");
     assert!(
         hogged.throttled >= 1,
-        "a hog past the budget must stop the plant's class at least once in 2.5 s: {hogged:?}"
+        "the kernel stopped the real-time class (the waiting task ran), but the plant counted \
+         no throttled stall in 2.5 s: {hogged:?}"
     );
     assert!(hogged.max_late_ns >= 40_000_000, "{hogged:?}");
     // A throttled stall is the kernel's, never counted as time in the kernel on the plant's
@@ -96,7 +127,7 @@ fn the_plant_counts_the_kernel_stopping_its_real_time_class() {
         hogged.stalls_in_kernel + hogged.stalls_stolen <= hogged.stalls - hogged.throttled,
         "{hogged:?}"
     );
-    let alone = plant_run(cpu, 1.5, false);
+    let (alone, _) = plant_run(cpu, 1.5, false);
     assert_eq!(alone.throttled, 0, "{alone:?}");
     // With no controller the loop wakes once a millisecond: a few per cent of its CPU.
     let duty = alone.duty_pct().unwrap();
