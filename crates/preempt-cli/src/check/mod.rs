@@ -287,23 +287,65 @@ fn fair_server() -> CheckItem {
             )
         };
     };
-    let mut reserved = Vec::new();
-    for e in entries.flatten() {
-        let cpu = e
-            .file_name()
-            .to_string_lossy()
-            .trim_start_matches("cpu")
-            .to_string();
-        let runtime: u64 = read_trimmed(e.path().join("runtime"))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let period: u64 = read_trimmed(e.path().join("period"))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        if runtime > 0 {
-            reserved.push((cpu, runtime, period));
-        }
+    let budgets: Vec<CpuBudget> = entries
+        .flatten()
+        .map(|e| {
+            let cpu = e
+                .file_name()
+                .to_string_lossy()
+                .trim_start_matches("cpu")
+                .to_string();
+            let read = |name: &str| read_u64(&e.path().join(name));
+            (cpu, read("runtime").and_then(|r| Ok((r, read("period")?))))
+        })
+        .collect();
+    fair_server_item(&budgets)
+}
+
+/// A debugfs number; the error names the file and, for `EPERM`, kernel lockdown (which
+/// restricts debugfs even for root).
+fn read_u64(path: &std::path::Path) -> Result<u64, String> {
+    let text = fs::read_to_string(path).map_err(|err| {
+        let why = match err.raw_os_error() {
+            Some(libc::EPERM) => " (kernel lockdown restricts debugfs, even for root)",
+            Some(libc::EACCES) => " (needs root)",
+            _ => "",
+        };
+        format!("{}: {err}{why}", path.display())
+    })?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{}: unexpected {:?}", path.display(), text.trim()))
+}
+
+/// A CPU's fair-server budget: its number and `(runtime, period)` in ns, or why they could
+/// not be read.
+type CpuBudget = (String, Result<(u64, u64), String>);
+
+/// The fair-server item from each CPU's budget: a budget that cannot be read is never taken
+/// for a disabled one.
+fn fair_server_item(budgets: &[CpuBudget]) -> CheckItem {
+    let title = "Fair server (dl_server) reservation";
+    if let Some((_, Err(why))) = budgets.iter().find(|(_, b)| b.is_err()) {
+        return item(
+            "fair-server",
+            title,
+            Status::Warn,
+            format!(
+                "kernel >= 6.12 has a fair server, but its budget cannot be read: {why}; by \
+                 default it gives SCHED_OTHER 50 ms of every 1 s, preempting RT threads that \
+                 hog a CPU"
+            ),
+            "read it as root on a kernel without lockdown (cat \
+             /sys/kernel/debug/sched/fair_server/cpu*/runtime); if your RT threads may hog a \
+             CPU, write 0 there (removes starvation protection)",
+        );
     }
+    let reserved: Vec<(u64, u64)> = budgets
+        .iter()
+        .filter_map(|(_, b)| b.as_ref().ok().copied())
+        .filter(|(runtime, _)| *runtime > 0)
+        .collect();
     if reserved.is_empty() {
         item(
             "fair-server",
@@ -313,7 +355,7 @@ fn fair_server() -> CheckItem {
             "",
         )
     } else {
-        let (_, r, p) = &reserved[0];
+        let (r, p) = reserved[0];
         item(
             "fair-server",
             title,
@@ -819,6 +861,29 @@ mod tests {
         }
         let ids: std::collections::HashSet<_> = report.items.iter().map(|i| &i.id).collect();
         assert_eq!(ids.len(), report.items.len(), "duplicate ids");
+    }
+
+    #[test]
+    fn an_unreadable_fair_server_budget_is_a_warning_never_a_disabled_server() {
+        let locked = fair_server_item(&[
+            ("0".into(), Ok((50_000_000, 1_000_000_000))),
+            (
+                "1".into(),
+                Err(
+                    "cpu1/runtime: Operation not permitted (os error 1) (kernel lockdown \
+                     restricts debugfs, even for root)"
+                        .into(),
+                ),
+            ),
+        ]);
+        assert_eq!(locked.status, Status::Warn, "{locked:?}");
+        assert!(locked.value.contains("cannot be read"), "{locked:?}");
+        assert!(locked.value.contains("lockdown"), "{locked:?}");
+        let off = fair_server_item(&[("0".into(), Ok((0, 1_000_000_000)))]);
+        assert_eq!(off.status, Status::Pass, "{off:?}");
+        let on = fair_server_item(&[("0".into(), Ok((50_000_000, 1_000_000_000)))]);
+        assert_eq!(on.status, Status::Warn, "{on:?}");
+        assert!(on.value.starts_with("50 ms of every 1000 ms"), "{on:?}");
     }
 
     #[test]
