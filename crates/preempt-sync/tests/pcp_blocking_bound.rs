@@ -96,7 +96,7 @@ fn periodic(
 
 #[test]
 fn a_blocked_task_waits_for_at_most_one_lower_critical_section() {
-    let require = std::env::var("PREEMPT_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1");
+    let require = common::privileges_required();
     let pinned = std::thread::spawn(|| pin_to_cpu(0)).join().unwrap();
     if !(pinned && fifo_permitted()) {
         let why = "needs SCHED_FIFO (CAP_SYS_NICE or RLIMIT_RTPRIO >= 13) and CPU 0";

@@ -57,7 +57,7 @@ fn thread_state(tid: u32) -> char {
 /// Whether the privileged scenario can run here; `None` (printed) if not, panics under
 /// `PREEMPT_REQUIRE_PRIVILEGED=1`.
 fn privileged_or_skip() -> Option<()> {
-    let require = std::env::var("PREEMPT_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1");
+    let require = common::privileges_required();
     let pinned = std::thread::spawn(|| pin_to_cpu(0)).join().unwrap();
     let fifo = fifo_permitted();
     if pinned && fifo {

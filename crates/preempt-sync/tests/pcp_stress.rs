@@ -84,7 +84,7 @@ fn fifo_threads() -> bool {
     if !rt {
         let why = "SCHED_FIFO not permitted (needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 14)";
         assert!(
-            !std::env::var("PREEMPT_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1"),
+            !common::privileges_required(),
             "{why}, and PREEMPT_REQUIRE_PRIVILEGED=1"
         );
         eprintln!("note: {why}: running under SCHED_OTHER; priority behaviour is not exercised");

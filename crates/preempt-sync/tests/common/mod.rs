@@ -17,6 +17,12 @@ pub(crate) fn set_fifo(priority: i32) -> bool {
     rc == 0
 }
 
+/// Whether CI's rule holds (`PREEMPT_REQUIRE_PRIVILEGED=1`): a test that lacks a privilege
+/// fails instead of skipping.
+pub(crate) fn privileges_required() -> bool {
+    std::env::var("PREEMPT_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1")
+}
+
 /// Whether this process may use SCHED_FIFO (tried on a throw-away thread).
 pub(crate) fn fifo_permitted() -> bool {
     std::thread::spawn(|| set_fifo(1)).join().unwrap()
