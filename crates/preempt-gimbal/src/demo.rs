@@ -36,7 +36,7 @@ use crate::record::{SampleRecord, SetpointCmd};
 use crate::result::{self, GimbalData, SampleCounts, TelemetryCounts};
 use crate::telemetry::McapSink;
 use preempt_rig::harness;
-use preempt_rig::outputs::{Outputs, tmp_path};
+use preempt_rig::outputs::Outputs;
 use preempt_rig::plant_rt::PlantConfig;
 use preempt_rig::result::{ExplainOutcome, TimeSummary};
 use preempt_rig::telemetry::McapTail;
@@ -461,11 +461,5 @@ pub fn result_json(data: &GimbalData) -> serde_json::Value {
 /// # Errors
 /// Write errors, naming the path.
 pub fn write_json(path: &Path, data: &GimbalData) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(&result_json(data)).map_err(|e| e.to_string())?;
-    let tmp = tmp_path(path);
-    let written = std::fs::write(&tmp, text + "\n").and_then(|()| std::fs::rename(&tmp, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
+    preempt_rig::outputs::write_json(path, &result_json(data))
 }

@@ -309,6 +309,63 @@ pub fn record_into<R>(
     }
 }
 
+/// The end of a demo binary's run, once [`record_into`] returned: writes the figures
+/// (`doc(data)`) to the result file, ends the recording (`tail`), and writes the figures again
+/// with the recording's outcome (`set_outcome`), also when the first write failed (a
+/// recording that filled the disk is removed by then). An earlier run's files go once this
+/// run's result file is in place. A second Ctrl-C while the recording ends loses at most the
+/// recording, never the figures.
+///
+/// # Errors
+/// The result file could not be written (the figures are then only in `data`).
+pub fn save_run<D>(
+    out: &Outputs,
+    tail: McapTail,
+    data: &mut D,
+    doc: impl Fn(&D) -> serde_json::Value,
+    set_outcome: impl FnOnce(&mut D, Option<String>),
+) -> Result<(), String> {
+    let first = crate::outputs::write_json(&out.json, &doc(data));
+    if first.is_ok() {
+        out.replaced();
+    }
+    set_outcome(data, tail.close().1);
+    let last = crate::outputs::write_json(&out.json, &doc(data));
+    if first.is_err() && last.is_ok() {
+        out.replaced();
+    }
+    last
+}
+
+/// Says where a demo binary's run went (`prog`: its name for messages): the files written, or
+/// why the recording was lost. `false` when the run must fail for its files (exit 1): the
+/// result file could not be written (`saved`), or the recording (`output_error`).
+pub fn report_files(
+    prog: &str,
+    out: &Outputs,
+    saved: &Result<(), String>,
+    output_error: Option<&str>,
+) -> bool {
+    match (saved, output_error) {
+        (Err(e), _) => {
+            eprintln!("{prog}: {e} (the figures above are all that is left of the run)");
+            false
+        }
+        (Ok(()), None) => {
+            println!("wrote {} and {}", out.json.display(), out.mcap.display());
+            true
+        }
+        (Ok(()), Some(e)) => {
+            println!("wrote {}", out.json.display());
+            eprintln!(
+                "{prog}: {e}; the figures were written to {} before it",
+                out.json.display()
+            );
+            false
+        }
+    }
+}
+
 /// What a demo run is besides its app and its telemetry: the names of its threads, the
 /// caller's stop flag, the app's flags for the watchdog, whether `--explain` was asked for,
 /// and the started plant (its process and a handle on `done`, from [`StartedPlant`]).

@@ -20,6 +20,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use preempt_gimbal::demo::{self, DemoConfig};
+use preempt_rig::harness;
 
 const USAGE: &str = "usage: gimbal-demo [--duration S] [--steps pan=0.5@0.2s,tilt=-0.3@1.0s] [--seed N] [--out DIR] [--plant-cpu N|none] [--foxglove ADDR] [--ros2] [--explain] [--reference-only FILE]";
 
@@ -121,19 +122,9 @@ fn main() -> ExitCode {
         Ok((mut d, out, tail)) => {
             // The figures first, then the recording's end (a second Ctrl-C in between stops
             // at once and keeps them), then the figures with the recording's outcome.
-            let written = demo::write_json(&out.json, &d);
-            if written.is_ok() {
-                out.replaced();
-            }
-            d.output_error = tail.close().1;
-            // Written again with the recording's outcome; also when the first write failed:
-            // a recording that filled the disk is removed by now. The result file is the
-            // run's record: without it the run failed (exit 1), after the figures are printed
-            // below.
-            let json_error = demo::write_json(&out.json, &d).err();
-            if written.is_err() && json_error.is_none() {
-                out.replaced();
-            }
+            let saved = harness::save_run(&out, tail, &mut d, demo::result_json, |d, e| {
+                d.output_error = e;
+            });
             if d.soft {
                 println!(
                     "SOFT MODE (PREEMPT_SOFT=1): SCHED_OTHER, figures are not real-time figures"
@@ -202,19 +193,10 @@ fn main() -> ExitCode {
             if let Some(why) = d.explain_summary() {
                 print!("{why}");
             }
-            if let Some(e) = &json_error {
-                eprintln!("gimbal-demo: {e} (the figures above are all that is left of the run)");
+            let files_ok =
+                harness::report_files("gimbal-demo", &out, &saved, d.output_error.as_deref());
+            if saved.is_err() {
                 return ExitCode::from(1);
-            }
-            match &d.output_error {
-                None => println!("wrote {} and {}", out.json.display(), out.mcap.display()),
-                Some(e) => {
-                    println!("wrote {}", out.json.display());
-                    eprintln!(
-                        "gimbal-demo: {e}; the figures were written to {} before it",
-                        out.json.display()
-                    );
-                }
             }
             if let Some(e) = &d.error {
                 eprintln!(
@@ -226,7 +208,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
             }
             // A recording that could not be written fails the run, as `preempt demo gimbal`.
-            if d.output_error.is_some() {
+            if !files_ok {
                 return ExitCode::from(1);
             }
             ExitCode::SUCCESS

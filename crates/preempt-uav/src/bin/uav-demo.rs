@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
+use preempt_rig::harness;
 use preempt_uav::demo::{self, FlightConfig};
 
 const USAGE: &str =
@@ -91,23 +92,9 @@ fn main() -> ExitCode {
     let mut data = demo::single(&cfg, cell);
     // The figures before the recording's end (as `preempt demo uav`): a second Ctrl-C in the
     // end loses the recording, never the figures; then once more with the recording's outcome.
-    let write = |data: &demo::UavData| {
-        let text = serde_json::to_string_pretty(&demo::result_json(data)).unwrap_or_default();
-        std::fs::write(&out.json, text + "\n")
-            .map_err(|e| format!("--out: cannot write {}: {e}", out.json.display()))
-    };
-    let written = write(&data);
-    if written.is_ok() {
-        out.replaced();
-    }
-    data.cells[0].output_error = tail.close().1;
-    // Written again with the recording's outcome; also when the first write failed: a
-    // recording that filled the disk is removed by now. The result file is the flight's
-    // record: without it the flight failed (exit 1), after the figures are printed below.
-    let json_error = write(&data).err();
-    if written.is_err() && json_error.is_none() {
-        out.replaced();
-    }
+    let saved = harness::save_run(&out, tail, &mut data, demo::result_json, |d, e| {
+        d.cells[0].output_error = e;
+    });
     let c = &data.cells[0];
     if c.soft {
         println!("SOFT MODE (PREEMPT_SOFT=1): SCHED_OTHER, figures are not real-time figures");
@@ -130,19 +117,9 @@ fn main() -> ExitCode {
     if let Some(line) = c.ros2_line() {
         println!("{line}");
     }
-    if let Some(e) = &json_error {
-        eprintln!("uav-demo: {e} (the figures above are all that is left of the flight)");
+    let files_ok = harness::report_files("uav-demo", &out, &saved, c.output_error.as_deref());
+    if saved.is_err() {
         return ExitCode::from(1);
-    }
-    match &c.output_error {
-        None => println!("wrote {} and {}", out.json.display(), out.mcap.display()),
-        Some(e) => {
-            println!("wrote {}", out.json.display());
-            eprintln!(
-                "uav-demo: {e}; the figures were written to {} before it",
-                out.json.display()
-            );
-        }
     }
     if let Some(e) = &c.error {
         eprintln!(
@@ -154,7 +131,7 @@ fn main() -> ExitCode {
         return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
     }
     // A recording that could not be written fails the flight, as `preempt demo uav`.
-    if c.output_error.is_some() {
+    if !files_ok {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
