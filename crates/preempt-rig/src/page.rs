@@ -6,7 +6,8 @@
 //!  offset 0    TX slot, 64 B   controller -> plant (a plant's command frame is a prefix)
 //!  offset 64   RX slot, 64 B   plant -> controller (its sensor frame is a prefix)
 //!  offset 128  counters, u64 each: steps, late steps, max lateness, transfers, flags,
-//!              stalls, stalls preempted, throttled, CPU ns, wall ns
+//!              stalls, stalls preempted, throttled, CPU ns, wall ns, stalls stolen,
+//!              stalls in the kernel, stalls overslept
 //! ```
 //!
 //! What a frame holds is the plant's business (`preempt_gimbal::frame`, `preempt_uav::frame`);
@@ -69,6 +70,14 @@ pub const STAT_STALLS_STOLEN: usize = STATS_OFF + 80;
 /// CPU in the kernel (interrupt work charged to it, without `CONFIG_IRQ_TIME_ACCOUNTING`, or,
 /// in a VM, the hypervisor handling the vCPU's exit, e.g. programming the timer).
 pub const STAT_STALLS_IN_KERNEL: usize = STATS_OFF + 88;
+/// Counter: of the stalls in a sleep call, those in which the call used 10 % of the gap or less
+/// as the thread's CPU time, not switched out: the thread was off its CPU past its wake-up.
+/// Its timer interrupt came late (another context held interrupts off on its CPU, the CPU
+/// left a deep idle state late, or, in a VM, the host did not run the idle vCPU when its
+/// timer expired), or it woke and waited on its runqueue (the stalls that waited there for a
+/// throttling window are also counted in [`STAT_THROTTLED`]). The stalls less the four
+/// classes (preempted, in the kernel, stolen, overslept) fit none.
+pub const STAT_STALLS_OVERSLEPT: usize = STATS_OFF + 96;
 /// Lateness that makes a stall: 1 ms, 40 steps (more than a wake-up, as long as a
 /// scheduler time slice or a throttled real-time class).
 pub const STALL_NS: u64 = 1_000_000;
@@ -92,7 +101,7 @@ mod tests {
             assert!(
                 RX_OFF >= TX_OFF + SLOT_LEN
                     && STATS_OFF >= RX_OFF + SLOT_LEN
-                    && STAT_WALL_NS + 8 <= PAGE_LEN
+                    && STAT_STALLS_OVERSLEPT + 8 <= PAGE_LEN
             )
         };
     }

@@ -206,6 +206,70 @@ impl<M: PlantModel> Grid<M> {
     }
 }
 
+/// Where a stall's time went: each stall is in one class, from the thread's involuntary
+/// context switches and its CPU time over the stall (the page's counters of each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StallClass {
+    /// Switched out: another thread ran on its CPU ([`page::STAT_STALLS_PREEMPTED`]).
+    Preempted,
+    /// A sleep call that used 90 % of the gap or more as CPU time: on its CPU in the kernel
+    /// ([`page::STAT_STALLS_IN_KERNEL`]).
+    InKernel,
+    /// A spin whose CPU time lacks 90 % of the gap or more: the hypervisor took the vCPU
+    /// ([`page::STAT_STALLS_STOLEN`]).
+    Stolen,
+    /// A sleep call that used 10 % of the gap or less as CPU time: the thread was off its CPU
+    /// past its wake-up, not switched out ([`page::STAT_STALLS_OVERSLEPT`]).
+    Overslept,
+    /// None of those: a sleep call that was on its CPU for part of the gap, or a spin that
+    /// had its CPU time and still did not turn.
+    Unexplained,
+}
+
+impl StallClass {
+    /// The class of a stall of `gap` ns that ended at `now` (monotonic, thread CPU time, ns),
+    /// the thread on its CPU from `since` up to the stall or, when `slept_at` is a time, up
+    /// to its sleep call entered then; `switched` when its involuntary switches grew.
+    fn of(
+        gap: u64,
+        switched: bool,
+        slept_at: Option<u64>,
+        since: (u64, u64),
+        now: (u64, u64),
+    ) -> StallClass {
+        if switched {
+            return StallClass::Preempted;
+        }
+        let (wall0, cpu0) = since;
+        let (wall, cpu) = now;
+        let used = cpu.saturating_sub(cpu0);
+        let most = |part: u64| part.saturating_mul(10) >= gap.saturating_mul(9);
+        let little = |part: u64| part.saturating_mul(10) <= gap;
+        match slept_at {
+            // The CPU time used inside the sleep call: all of it less the time on the CPU
+            // before the call. One that used as much as it lasted did not sleep: the thread
+            // was on its CPU in the kernel (interrupt work charged to it, or the hypervisor
+            // handling the vCPU's exit, e.g. programming the timer). One that used next to
+            // none slept past its wake-up.
+            Some(at) => {
+                let in_call = used.saturating_sub(at.saturating_sub(wall0));
+                if most(in_call) {
+                    StallClass::InKernel
+                } else if little(in_call) {
+                    StallClass::Overslept
+                } else {
+                    StallClass::Unexplained
+                }
+            }
+            // A spin whose CPU time lacks the gap: the hypervisor ran something else on the
+            // vCPU (steal, left out of the thread's CPU time under
+            // CONFIG_PARAVIRT_TIME_ACCOUNTING).
+            None if most(wall.saturating_sub(wall0).saturating_sub(used)) => StallClass::Stolen,
+            None => StallClass::Unexplained,
+        }
+    }
+}
+
 /// The loop's lateness bookkeeping, published to the page as it changes.
 struct Lateness {
     late: u64,
@@ -214,6 +278,7 @@ struct Lateness {
     preempted: u64,
     in_kernel: u64,
     stolen: u64,
+    overslept: u64,
     throttled: u64,
     switches: u64,
     /// (monotonic, thread CPU time) when the loop last woke or stalled: it has been on its
@@ -234,6 +299,7 @@ impl Lateness {
             preempted: 0,
             in_kernel: 0,
             stolen: 0,
+            overslept: 0,
             throttled: 0,
             switches: Self::involuntary_switches(),
             on_cpu_since: Self::on_cpu_now(),
@@ -282,34 +348,22 @@ impl Lateness {
             // A few system calls per stall (not per turn): was the loop switched out?
             let now = Self::involuntary_switches();
             let switched = now > self.switches;
-            if switched {
-                self.preempted += 1;
-                page.store_u64(page::STAT_STALLS_PREEMPTED, self.preempted);
-            }
             self.switches = now;
-            // Where the time went, from the thread's CPU time (a system call per stall). It
-            // was on its CPU from `wall0` up to the gap (or to its sleep call at `slept_at`).
-            let (wall0, cpu0) = self.on_cpu_since;
+            // Where the time went, from the thread's CPU time (a system call per stall).
+            let since = self.on_cpu_since;
             self.on_cpu_since = Self::on_cpu_now();
-            let (wall, cpu) = self.on_cpu_since;
-            let used = cpu.saturating_sub(cpu0);
-            let most = |part: u64| part.saturating_mul(10) >= gap.saturating_mul(9);
-            match slept_at {
-                // A sleep call that used as much CPU time as it lasted did not sleep: the
-                // thread was on its CPU in the kernel (interrupt work charged to it, or the
-                // hypervisor handling the vCPU's exit, e.g. programming the timer).
-                Some(at) if !switched && most(used.saturating_sub(at.saturating_sub(wall0))) => {
-                    self.in_kernel += 1;
-                    page.store_u64(page::STAT_STALLS_IN_KERNEL, self.in_kernel);
-                }
-                // A spin whose CPU time lacks the gap, not switched out: the hypervisor ran
-                // something else on the vCPU (steal, left out of the thread's CPU time under
-                // CONFIG_PARAVIRT_TIME_ACCOUNTING).
-                None if !switched && most((wall - wall0).saturating_sub(used)) => {
-                    self.stolen += 1;
-                    page.store_u64(page::STAT_STALLS_STOLEN, self.stolen);
-                }
-                _ => {}
+            let class = StallClass::of(gap, switched, slept_at, since, self.on_cpu_since);
+            let counted = match class {
+                StallClass::Preempted => Some((&mut self.preempted, page::STAT_STALLS_PREEMPTED)),
+                StallClass::InKernel => Some((&mut self.in_kernel, page::STAT_STALLS_IN_KERNEL)),
+                StallClass::Stolen => Some((&mut self.stolen, page::STAT_STALLS_STOLEN)),
+                StallClass::Overslept => Some((&mut self.overslept, page::STAT_STALLS_OVERSLEPT)),
+                // Not published: the stalls less the four classes.
+                StallClass::Unexplained => None,
+            };
+            if let Some((n, slot)) = counted {
+                *n += 1;
+                page.store_u64(slot, *n);
             }
             // Did the kernel keep it runnable for a throttling window? (A sleeping loop
             // woken in the stop is not switched out, but waits on its runqueue all the
@@ -512,6 +566,38 @@ pub fn run<M: PlantModel>(
 mod tests {
     use super::*;
     use crate::rng::Rng;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_stall_is_in_exactly_the_class_its_switches_and_cpu_time_show() {
+        // On its CPU from t = 0 (CPU time 0); the stall of 5 ms ends at t = 10 ms.
+        let since = (0, 0);
+        let of = |switched, slept_at, cpu| {
+            StallClass::of(5 * MS, switched, slept_at, since, (10 * MS, cpu))
+        };
+        // Switched out: preempted, whatever its CPU time.
+        assert_eq!(of(true, Some(4 * MS), 10 * MS), StallClass::Preempted);
+        assert_eq!(of(true, None, 0), StallClass::Preempted);
+        // A sleep call entered at 4 ms, after 4 ms on the CPU.
+        // It used its whole 6 ms as CPU time: in the kernel.
+        assert_eq!(of(false, Some(4 * MS), 10 * MS), StallClass::InKernel);
+        // It used 0.4 ms (under 10 % of the 5 ms gap): off its CPU, overslept.
+        assert_eq!(
+            of(false, Some(4 * MS), 4 * MS + 400_000),
+            StallClass::Overslept
+        );
+        assert_eq!(of(false, Some(4 * MS), 4 * MS), StallClass::Overslept);
+        // Half the gap: neither.
+        assert_eq!(
+            of(false, Some(4 * MS), 6 * MS + MS / 2),
+            StallClass::Unexplained
+        );
+        // A spin whose CPU time lacks 5 of its 10 ms, the whole gap: stolen.
+        assert_eq!(of(false, None, 5 * MS), StallClass::Stolen);
+        // A spin that had its CPU all along and still did not turn: no class.
+        assert_eq!(of(false, None, 10 * MS), StallClass::Unexplained);
+    }
 
     /// A first-order lag driven by the command frame's f32 at bytes 4..8, with noise drawn
     /// per step (as the demonstrators' plants draw theirs): any step taken with the wrong

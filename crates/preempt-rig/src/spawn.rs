@@ -45,6 +45,11 @@ pub struct PlantCounters {
     /// in the kernel for the whole gap ([`page::STAT_STALLS_IN_KERNEL`]).
     #[serde(default)]
     pub stalls_in_kernel: u64,
+    /// Of those, stalls in a sleep call that the thread spent off its CPU past its wake-up,
+    /// not switched out: a late timer interrupt, or a wait on its runqueue
+    /// ([`page::STAT_STALLS_OVERSLEPT`]; 0 in results from before this class).
+    #[serde(default)]
+    pub stalls_overslept: u64,
     /// Of those, stalls as long as the kernel's throttling window: the real-time class was
     /// stopped on the plant's CPU ([`page::STAT_THROTTLED`]).
     #[serde(default)]
@@ -70,6 +75,26 @@ impl PlantCounters {
     /// published one).
     pub fn duty_pct(&self) -> Option<f64> {
         (self.wall_ns > 0).then(|| 100.0 * self.cpu_ns as f64 / self.wall_ns as f64)
+    }
+
+    /// Where the stalls' time went, one class each: "2 preempted, 1 in the kernel in its sleep
+    /// call, 0 stolen by the hypervisor, 3 overslept", and the stalls in no class when there
+    /// are any ("1 in no class"). What every display of the plant's stalls prints.
+    pub fn stall_classes(&self) -> String {
+        let classed = self.stalls_preempted
+            + self.stalls_in_kernel
+            + self.stalls_stolen
+            + self.stalls_overslept;
+        let mut s = format!(
+            "{} preempted, {} in the kernel in its sleep call, {} stolen by the hypervisor, {} \
+             overslept",
+            self.stalls_preempted, self.stalls_in_kernel, self.stalls_stolen, self.stalls_overslept
+        );
+        let rest = self.stalls.saturating_sub(classed);
+        if rest > 0 {
+            s.push_str(&format!(", {rest} in no class"));
+        }
+        s
     }
 
     /// The verdict line when the kernel stopped the plant's real-time class during the run
@@ -98,6 +123,7 @@ impl PlantCounters {
             stalls_preempted: page.load_u64(page::STAT_STALLS_PREEMPTED),
             stalls_stolen: page.load_u64(page::STAT_STALLS_STOLEN),
             stalls_in_kernel: page.load_u64(page::STAT_STALLS_IN_KERNEL),
+            stalls_overslept: page.load_u64(page::STAT_STALLS_OVERSLEPT),
             throttled: page.load_u64(page::STAT_THROTTLED),
             cpu_ns: page.load_u64(page::STAT_CPU_NS),
             wall_ns: page.load_u64(page::STAT_WALL_NS),
@@ -268,6 +294,37 @@ mod tests {
         // `sh -c SCRIPT sh --fds ... --seed ...`: the flags become the script's arguments.
         let prefix = ["-c".to_string(), script.to_string(), "sh".to_string()];
         PlantProcess::spawn(Path::new("/bin/sh"), &prefix, &PlantConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn the_stall_classes_name_every_class_and_the_stalls_in_none() {
+        let mut c = PlantCounters {
+            stalls: 7,
+            stalls_preempted: 2,
+            stalls_in_kernel: 1,
+            stalls_stolen: 0,
+            stalls_overslept: 3,
+            ..PlantCounters::default()
+        };
+        assert_eq!(
+            c.stall_classes(),
+            "2 preempted, 1 in the kernel in its sleep call, 0 stolen by the hypervisor, \
+             3 overslept, 1 in no class"
+        );
+        c.stalls = 6;
+        assert!(
+            !c.stall_classes().contains("no class"),
+            "{}",
+            c.stall_classes()
+        );
+    }
+
+    #[test]
+    fn a_result_from_before_the_overslept_class_reads_it_as_zero() {
+        let old = r#"{"steps":10,"late_steps":0,"max_late_ns":0,"stalls":1,"stalls_preempted":1,
+            "transfers":3,"fifo":true,"pinned":false,"running":true}"#;
+        let c: PlantCounters = serde_json::from_str(old).unwrap();
+        assert_eq!((c.stalls, c.stalls_overslept), (1, 0));
     }
 
     #[test]

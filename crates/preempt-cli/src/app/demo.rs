@@ -256,14 +256,12 @@ fn print(d: &GimbalData) -> Result<()> {
     )?;
     writeln!(
         out,
-        "plant: {} steps at 40 kHz, {} late, max lateness {} us, stalls >= 1 ms {} ({} preempted, {} in the kernel in its sleep call, {} stolen by the hypervisor), duty cycle {}, SCHED_FIFO {}, pinned {}",
+        "plant: {} steps at 40 kHz, {} late, max lateness {} us, stalls >= 1 ms {} ({}), duty cycle {}, SCHED_FIFO {}, pinned {}",
         d.plant.steps,
         d.plant.late_steps,
         ms(d.plant.max_late_ns),
         d.plant.stalls,
-        d.plant.stalls_preempted,
-        d.plant.stalls_in_kernel,
-        d.plant.stalls_stolen,
+        d.plant.stall_classes(),
         d.plant
             .duty_pct()
             .map_or("-".into(), |p| format!("{p:.1} %")),

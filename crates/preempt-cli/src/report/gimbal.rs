@@ -133,15 +133,9 @@ fn bookkeeping_table(d: &GimbalData) -> String {
             ],
             vec![
                 td(
-                    "plant stalls ≥ 1 ms (another thread ran on its CPU; in the kernel in its sleep call; the hypervisor took the vCPU)",
+                    "plant stalls ≥ 1 ms (preempted: another thread ran on its CPU; in the kernel in its sleep call; stolen: the hypervisor took the vCPU; overslept: off its CPU past its wake-up, not switched out)",
                 ),
-                num(format!(
-                    "{} ({}; {}; {})",
-                    d.plant.stalls,
-                    d.plant.stalls_preempted,
-                    d.plant.stalls_in_kernel,
-                    d.plant.stalls_stolen
-                )),
+                num(format!("{} ({})", d.plant.stalls, d.plant.stall_classes())),
             ],
             vec![
                 td(

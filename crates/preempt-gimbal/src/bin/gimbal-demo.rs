@@ -178,14 +178,12 @@ fn main() -> ExitCode {
                 d.rtio_backend
             );
             println!(
-                "plant: {} steps, {} late ({:.2} %), {} stalls of 1 ms or more ({} with another thread on its CPU, {} in the kernel in its sleep call, {} stolen by the hypervisor), max lateness {:.1} µs, SCHED_FIFO {}, pinned {}",
+                "plant: {} steps, {} late ({:.2} %), {} stalls of 1 ms or more ({}), max lateness {:.1} µs, SCHED_FIFO {}, pinned {}",
                 d.plant.steps,
                 d.plant.late_steps,
                 100.0 * d.plant.late_steps as f64 / d.plant.steps.max(1) as f64,
                 d.plant.stalls,
-                d.plant.stalls_preempted,
-                d.plant.stalls_in_kernel,
-                d.plant.stalls_stolen,
+                d.plant.stall_classes(),
                 d.plant.max_late_ns as f64 / 1e3,
                 d.plant.fifo,
                 d.plant.pinned
