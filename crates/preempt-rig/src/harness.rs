@@ -337,19 +337,39 @@ pub fn save_run<D>(
     last
 }
 
-/// Says where a demo binary's run went (`prog`: its name for messages): the files written, or
-/// why the recording was lost. `false` when the run must fail for its files (exit 1): the
-/// result file could not be written (`saved`), or the recording (`output_error`).
-pub fn report_files(
-    prog: &str,
-    out: &Outputs,
-    saved: &Result<(), String>,
-    output_error: Option<&str>,
-) -> bool {
-    match (saved, output_error) {
+/// How a demo binary's run ended, as its `main` hands it to [`finish`].
+#[derive(Debug)]
+pub struct RunEnd<'a> {
+    /// The binary's name, for messages ("gimbal-demo").
+    pub prog: &'a str,
+    /// What the run is called in messages ("run", "flight").
+    pub what: &'a str,
+    /// Where its files went.
+    pub out: &'a Outputs,
+    /// The result file's save ([`save_run`]).
+    pub saved: &'a Result<(), String>,
+    /// Why the recording was lost, if it was.
+    pub output_error: Option<&'a str>,
+    /// Why the run stopped early, if it did (its figures so far are kept).
+    pub error: Option<&'a str>,
+    /// Stopped by Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+}
+
+/// Says where a demo binary's run went (the files written, or why the result file or the
+/// recording was lost; why the run stopped early) and returns the binary's exit code, as
+/// `preempt demo` decides it: 1 when the result file could not be written, 1 when the run
+/// stopped early, 130 or 143 when it was stopped by Ctrl-C or SIGTERM, 1 when the recording
+/// could not be written, else 0.
+pub fn finish(end: &RunEnd<'_>) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let RunEnd {
+        prog, what, out, ..
+    } = *end;
+    let files_ok = match (end.saved, end.output_error) {
         (Err(e), _) => {
-            eprintln!("{prog}: {e} (the figures above are all that is left of the run)");
-            false
+            eprintln!("{prog}: {e} (the figures above are all that is left of the {what})");
+            return ExitCode::from(1);
         }
         (Ok(()), None) => {
             println!("wrote {} and {}", out.json.display(), out.mcap.display());
@@ -363,6 +383,20 @@ pub fn report_files(
             );
             false
         }
+    };
+    if let Some(e) = end.error {
+        eprintln!(
+            "{prog}: the {what} stopped early: {e} (results so far kept, marked interrupted)"
+        );
+        return ExitCode::from(1);
+    }
+    if end.interrupted {
+        return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
+    }
+    if files_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 

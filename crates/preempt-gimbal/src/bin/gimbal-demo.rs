@@ -191,25 +191,15 @@ fn main() -> ExitCode {
             if let Some(why) = d.explain_summary() {
                 print!("{why}");
             }
-            let files_ok =
-                harness::report_files("gimbal-demo", &out, &saved, d.output_error.as_deref());
-            if saved.is_err() {
-                return ExitCode::from(1);
-            }
-            if let Some(e) = &d.error {
-                eprintln!(
-                    "gimbal-demo: the run stopped early: {e} (results so far kept, marked interrupted)"
-                );
-                return ExitCode::from(1);
-            }
-            if d.interrupted || stop.load(Ordering::Relaxed) {
-                return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
-            }
-            // A recording that could not be written fails the run, as `preempt demo gimbal`.
-            if !files_ok {
-                return ExitCode::from(1);
-            }
-            ExitCode::SUCCESS
+            harness::finish(&harness::RunEnd {
+                prog: "gimbal-demo",
+                what: "run",
+                out: &out,
+                saved: &saved,
+                output_error: d.output_error.as_deref(),
+                error: d.error.as_deref(),
+                interrupted: d.interrupted || stop.load(Ordering::Relaxed),
+            })
         }
         Err(e) => {
             eprintln!("gimbal-demo: {e}");

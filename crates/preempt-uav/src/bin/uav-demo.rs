@@ -117,22 +117,13 @@ fn main() -> ExitCode {
     if let Some(line) = c.ros2_line() {
         println!("{line}");
     }
-    let files_ok = harness::report_files("uav-demo", &out, &saved, c.output_error.as_deref());
-    if saved.is_err() {
-        return ExitCode::from(1);
-    }
-    if let Some(e) = &c.error {
-        eprintln!(
-            "uav-demo: the flight stopped early: {e} (results so far kept, marked interrupted)"
-        );
-        return ExitCode::from(1);
-    }
-    if c.interrupted || stop.load(Ordering::Relaxed) {
-        return ExitCode::from(preempt_io::sys::signal::stopped_exit_code());
-    }
-    // A recording that could not be written fails the flight, as `preempt demo uav`.
-    if !files_ok {
-        return ExitCode::from(1);
-    }
-    ExitCode::SUCCESS
+    harness::finish(&harness::RunEnd {
+        prog: "uav-demo",
+        what: "flight",
+        out: &out,
+        saved: &saved,
+        output_error: c.output_error.as_deref(),
+        error: c.error.as_deref(),
+        interrupted: c.interrupted || stop.load(Ordering::Relaxed),
+    })
 }
