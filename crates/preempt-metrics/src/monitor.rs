@@ -92,6 +92,21 @@ pub struct MonitorConfig {
     pub host: String,
     /// How often the readiness checks are re-run, ns.
     pub recheck_ns: u64,
+    /// The machine the figures come from, as the caller detected it (`preempt monitor`: its
+    /// virtualisation check). [`Machine::BareMetal`] unless set.
+    pub machine: Machine,
+}
+
+/// The machine under the measuring threads: a virtual or an emulated machine's figures are
+/// never a valid real-time measurement ([`Verdict::VirtualMachine`], [`Verdict::EmulatedCpu`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Machine {
+    /// No hypervisor and no emulator found.
+    BareMetal,
+    /// A virtual machine: a real CPU, scheduled by a host, whose scheduling is in every figure.
+    Virtual,
+    /// An emulated CPU (qemu TCG, qemu-user): the figures are the emulator's timing.
+    Emulated,
 }
 
 impl MonitorConfig {
@@ -110,6 +125,7 @@ impl MonitorConfig {
                 .map(|u| u.nodename)
                 .unwrap_or_else(|_| "localhost".into()),
             recheck_ns: DEFAULT_RECHECK_NS,
+            machine: Machine::BareMetal,
         }
     }
 
@@ -182,9 +198,40 @@ pub enum Verdict {
     MemoryNotLocked,
     /// The hypervisor stole time from this CPU within the window.
     StealTime,
+    /// The CPU is emulated ([`Machine::Emulated`]): its timing is the emulator's.
+    EmulatedCpu,
+    /// The machine is virtual ([`Machine::Virtual`]): the host's scheduling is in every
+    /// figure, whether or not it stole time within the window.
+    VirtualMachine,
 }
 
 impl Verdict {
+    /// A CPU's verdict, the first reason that holds: its thread stopped or stalled, memory not
+    /// locked, an emulated CPU, steal within the window, a virtual machine; else valid.
+    pub fn of(
+        running: bool,
+        stalled: bool,
+        mlocked: bool,
+        machine: Machine,
+        stolen_in_window: bool,
+    ) -> Verdict {
+        if !running {
+            Verdict::Stopped
+        } else if stalled {
+            Verdict::Stalled
+        } else if !mlocked {
+            Verdict::MemoryNotLocked
+        } else if machine == Machine::Emulated {
+            Verdict::EmulatedCpu
+        } else if stolen_in_window {
+            Verdict::StealTime
+        } else if machine == Machine::Virtual {
+            Verdict::VirtualMachine
+        } else {
+            Verdict::Ok
+        }
+    }
+
     /// The `reason` label.
     pub fn label(self) -> &'static str {
         match self {
@@ -193,6 +240,8 @@ impl Verdict {
             Verdict::Stalled => "stalled",
             Verdict::MemoryNotLocked => "memory_not_locked",
             Verdict::StealTime => "steal_time",
+            Verdict::EmulatedCpu => "emulated_cpu",
+            Verdict::VirtualMachine => "virtual_machine",
         }
     }
 }
@@ -562,17 +611,13 @@ fn report(shared: &Shared, now: u64) -> Report {
                 get(&steal.latest).saturating_sub(get(first))
             });
             let last_wake = c.last_wake_ns.load(Relaxed).max(start);
-            let verdict = if !c.running.load(Acquire) {
-                Verdict::Stopped
-            } else if now.saturating_sub(last_wake) > stall_ns {
-                Verdict::Stalled
-            } else if !shared.mlocked {
-                Verdict::MemoryNotLocked
-            } else if window_steal > 0 {
-                Verdict::StealTime
-            } else {
-                Verdict::Ok
-            };
+            let verdict = Verdict::of(
+                c.running.load(Acquire),
+                now.saturating_sub(last_wake) > stall_ns,
+                shared.mlocked,
+                shared.cfg.machine,
+                window_steal > 0,
+            );
             CpuReport {
                 cpu: c.cpu,
                 releases: c.releases.load(Relaxed),
@@ -743,6 +788,33 @@ impl Collector for MonitorCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_virtual_or_emulated_machine_is_never_valid_and_says_why() {
+        use Machine::{BareMetal, Emulated, Virtual};
+        let of = |machine, steal| Verdict::of(true, false, true, machine, steal);
+        assert_eq!(of(BareMetal, false), Verdict::Ok);
+        assert_eq!(of(BareMetal, true), Verdict::StealTime);
+        assert_eq!(of(Virtual, false), Verdict::VirtualMachine);
+        assert_eq!(of(Virtual, true), Verdict::StealTime);
+        assert_eq!(of(Emulated, false), Verdict::EmulatedCpu);
+        assert_eq!(of(Emulated, true), Verdict::EmulatedCpu);
+        assert_eq!(Verdict::VirtualMachine.label(), "virtual_machine");
+        assert_eq!(Verdict::EmulatedCpu.label(), "emulated_cpu");
+        // A stopped or stalled thread, or unlocked memory, comes first on any machine.
+        assert_eq!(
+            Verdict::of(false, true, false, Virtual, true),
+            Verdict::Stopped
+        );
+        assert_eq!(
+            Verdict::of(true, true, false, Emulated, true),
+            Verdict::Stalled
+        );
+        assert_eq!(
+            Verdict::of(true, false, false, Virtual, false),
+            Verdict::MemoryNotLocked
+        );
+    }
 
     #[test]
     fn invalid_configurations_are_refused_with_the_fix() {

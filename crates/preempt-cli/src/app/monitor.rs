@@ -14,7 +14,9 @@ use anyhow::{Context, Result};
 use preempt_io::sys::clock::{self, ClockId, monotonic_now_ns};
 use preempt_io::sys::sched::Policy;
 use preempt_metrics::http::Bound;
-use preempt_metrics::monitor::{self as engine, CheckItem, CheckStatus, Monitor, MonitorConfig};
+use preempt_metrics::monitor::{
+    self as engine, CheckItem, CheckStatus, Machine, Monitor, MonitorConfig,
+};
 use preempt_stats::histogram::HistogramSnapshot;
 use prometheus_client::registry::Registry;
 
@@ -59,6 +61,12 @@ pub(crate) fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
     cfg.interval_ns = crate::config::us_to_ns(a.interval, "--interval")?;
     cfg.deadline_ns = cfg.interval_ns;
     cfg.policy = Policy::Fifo { priority };
+    // A virtual or emulated machine's figures are never called valid (reason label).
+    cfg.machine = match crate::virt::detect_live().map(|f| f.kind) {
+        None => Machine::BareMetal,
+        Some(crate::virt::Kind::Virtual) => Machine::Virtual,
+        Some(crate::virt::Kind::Emulated) => Machine::Emulated,
+    };
     // 0 is not a window nor a period (it used to become 1 s silently).
     for (v, flag) in [(a.window, "--window"), (a.recheck, "--recheck")] {
         if v == 0 {
