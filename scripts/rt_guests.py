@@ -96,7 +96,14 @@ ARCH = {
         "libdir": "/lib/x86_64-linux-gnu",
         "loader": "ld-linux-x86-64.so.2",
         # A virtio RNG: the explain step's interrupt source (see INIT's explain_run).
-        "qemu": ["qemu-system-x86_64", "-cpu", "qemu64", "-device", "virtio-rng-pci"],
+        # One host thread for both vCPUs (`thread=single`): under qemu's multi-threaded TCG
+        # (the default) the explain step hung rt-amd64 in 8 of 34 runs (2026-11-28, qemu 7.2,
+        # AMD EPYC host), both vCPU threads spinning at ~90 % CPU with the console silent, as
+        # preempt enabled its trace events (the kernel patches its text and waits for the other
+        # CPU to acknowledge); single-threaded, 0 hangs in 30 runs, and a boot 27 s against
+        # 36-40 s (docs/MEASURING.md, "PREEMPT_RT guests").
+        "qemu": ["qemu-system-x86_64", "-cpu", "qemu64", "-device", "virtio-rng-pci",
+                 "-accel", "tcg,thread=single"],
         "console": "ttyS0",
         # The emulated 16550 raises transmit interrupts that the threaded handler then finds
         # already served: under the console flood the kernel's spurious-interrupt detector
