@@ -139,9 +139,10 @@ pub(crate) fn default_plant_exe() -> PathBuf {
 }
 
 /// Runs the demo. `stop` is the caller's Ctrl-C flag. Returns the data, the files and the
-/// recording's end: the caller writes the data (e.g. [`write_json`]), calls
-/// [`Outputs::replaced`], then [`McapTail::close`], and writes the data again with the
-/// recording's final `output_error` (until then it is [`McapTail::pending`]). An interrupted
+/// recording's end: the caller saves the data with its recording's outcome
+/// ([`harness::save_run`] with [`result_json`]: the figures, [`Outputs::replaced`],
+/// [`McapTail::close`], the figures again with the final `output_error`, until then
+/// [`McapTail::pending`]). An interrupted
 /// or failed run still returns its data, marked.
 ///
 /// # Errors
@@ -453,13 +454,4 @@ pub fn result_json(data: &GimbalData) -> serde_json::Value {
         "soft": data.soft,
         "data": data,
     })
-}
-
-/// Writes [`result_json`] to `path`, through a temporary file beside it and a rename: a
-/// full disk or a second Ctrl-C never leaves a cut or empty file, only the earlier one.
-///
-/// # Errors
-/// Write errors, naming the path.
-pub fn write_json(path: &Path, data: &GimbalData) -> Result<(), String> {
-    preempt_rig::outputs::write_json(path, &result_json(data))
 }
