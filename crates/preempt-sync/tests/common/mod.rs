@@ -69,17 +69,54 @@ pub(crate) fn with_watchdog<R: Send + 'static>(
                 "WATCHDOG: {name} did not finish within {limit:?}: deadlock or livelock"
             );
             let _ = write!(err, "{}", thread_states());
+            let _ = writeln!(err, "{}", demote_other_threads());
             std::process::exit(101);
         }
     }
 }
 
+/// Puts every other thread of this process under SCHED_OTHER, so that the watchdog's exit
+/// can end the process. `exit_group`'s SIGKILL takes effect only where a thread leaves the
+/// kernel; a thread that spins inside a system call at the top real-time priority of its CPU
+/// (seen on the PREEMPT_RT arm64 guest: a SCHED_FIFO 13 thread with 103 s of system time in
+/// `FUTEX_LOCK_PI`, the thread it waited for preempted on the same CPU inside
+/// `FUTEX_UNLOCK_PI`) never lets the lower thread finish what its retry waits for, so the
+/// process never died and the guest's console went silent. Demoted, the lower thread runs,
+/// the retry ends and the kill is delivered. Returns what it did, for the watchdog's report.
+pub(crate) fn demote_other_threads() -> String {
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return "demote: cannot read /proc/self/task".into();
+    };
+    let param = libc::sched_param { sched_priority: 0 };
+    let (mut done, mut failed) = (0, Vec::new());
+    for task in tasks.flatten() {
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<libc::pid_t>() else {
+            continue;
+        };
+        if tid == me {
+            continue;
+        }
+        // SAFETY: `param` is a valid sched_param; a tid that has exited gives ESRCH.
+        if unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &param) } == 0 {
+            done += 1;
+        } else {
+            failed.push(format!("{tid}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    format!("watchdog: {done} other threads put under SCHED_OTHER before exit; failed: {failed:?}")
+}
+
 /// One line per thread of this process: its id, name, scheduler state (`R` running or
-/// runnable, `S` asleep), kernel wait channel, policy and real-time priority, and CPU time,
-/// so that a watchdog's failure tells a deadlock (every thread asleep on a futex) from a
-/// livelock (threads running and their CPU time growing).
+/// runnable, `S` asleep), kernel wait channel, policy and real-time priority, its CPU time in
+/// user space and in the kernel (clock ticks), and `/proc/TID/syscall` (the system call it is
+/// in, or `running`), so that a watchdog's failure tells a deadlock (every thread asleep on a
+/// futex) from a livelock (threads running and their CPU time growing), and a spin in user
+/// space (utime growing) from one in the kernel (stime growing, inside the named call).
 pub(crate) fn thread_states() -> String {
-    let mut out = String::from("threads (tid name state wchan policy rt_priority cpu_ticks):\n");
+    let mut out =
+        String::from("threads (tid name state wchan policy rt_priority utime stime syscall):\n");
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return out + "  (cannot read /proc/self/task)\n";
     };
@@ -95,7 +132,7 @@ pub(crate) fn thread_states() -> String {
         let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
         // Fields after comm, 0-based: state 0, utime 11, stime 12, rt_priority 37, policy 38.
         let field = |i: usize| f.get(i).copied().unwrap_or("?");
-        let ticks = field(11).parse::<u64>().unwrap_or(0) + field(12).parse::<u64>().unwrap_or(0);
+        let syscall = std::fs::read_to_string(dir.join("syscall")).unwrap_or_default();
         let policy = match field(38) {
             "0" => "OTHER",
             "1" => "FIFO",
@@ -106,7 +143,7 @@ pub(crate) fn thread_states() -> String {
             other => other,
         };
         out += &format!(
-            "  {} {name} {} {} {policy} {} {ticks}\n",
+            "  {} {name} {} {} {policy} {} {} {} {}\n",
             task.file_name().to_string_lossy(),
             field(0),
             if wchan.is_empty() {
@@ -115,6 +152,9 @@ pub(crate) fn thread_states() -> String {
                 wchan.as_str()
             },
             field(37),
+            field(11),
+            field(12),
+            syscall.trim(),
         );
     }
     out
