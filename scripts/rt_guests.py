@@ -42,10 +42,13 @@ The suite (one step per `@@BEGIN name` ... `@@END name rc=N` block on the consol
 The RT kernels boot with `rcutree.kthread_prio=20` (RT_APPEND: RCU's kthreads above the PCP
 stress test's CPU-bound FIFO threads), the amd64 ones with `noirqdebug no_timer_check`.
 
-A guest whose console goes silent (its emulated kernel hung: rt-amd64's `explain` once in
-~50 runs) is booted again, up to `--reboot-hung N` times (default 1); the hang is printed, its
-console kept as GUEST.console.hung-K.log and listed in summary.json, and every check is judged
-on the last boot. To catch a rare hang: `--repeat N` runs each step N times per boot; `--diag-after S` writes
+A test whose watchdog fires (a deadlock or livelock of the code under test) fails its guest
+(check `no-watchdog`), and that guest is never booted again. Only a guest whose console goes
+silent with no test watchdog's report (its emulated kernel hung: rt-amd64's `explain` once in
+~50 runs) is booted again, up to `--reboot-hung N` times (default 1); the hang is printed as
+the kernel's, its console kept as GUEST.console.hung-K.log and listed in summary.json (check
+`kernel-hung`), and every check is judged on the last boot. Nothing in the guest depends on
+the checkout's path (the golden outputs go to /t/expected). To catch a rare hang: `--repeat N` runs each step N times per boot; `--diag-after S` writes
 the state of a step still running after S s (its threads' /proc stat, wchan, kernel stack and
 sched; every task's stat; sysrq w, l, t; the runqueues) to the console log.
 
@@ -233,6 +236,9 @@ export PATH=/usr/local/bin:/bin:/usr/bin HOME=/tmp PREEMPT_REQUIRE_PRIVILEGED=1 
 # The CPU is emulated: the examples' golden outputs are compared for function, not for the
 # values a closed control loop reaches in time (crates/preempt/tests/examples_output.rs).
 export PREEMPT_EXAMPLES_TIMING_FREE=1
+# The golden outputs lie at a fixed guest path, not the checkout's: a clone under /tmp would
+# have them under this init's tmpfs on /tmp, and a path may hold spaces.
+export PREEMPT_EXAMPLES_EXPECTED=/t/expected
 # The PCP stress tests prove progress there, not throughput: a tenth of their rounds under
 # watchdogs three times as long (crates/preempt-sync/tests/common/mod.rs, rounds()).
 export PREEMPT_EMULATED_CPU=1
@@ -359,9 +365,10 @@ def make_initramfs(arch, built, busybox_dir, kernel_dirs, out):
         f.write('#!/bin/sh\n[ "$1" = --version ] && { echo "taskset (busybox)"; exit 0; }\n'
                 'exec /bin/busybox taskset "$@"\n')
     os.chmod(shim, 0o755)
-    # examples_output compares with the expected outputs at their source path.
+    # examples_output reads the expected outputs from PREEMPT_EXAMPLES_EXPECTED (INIT), a
+    # fixed path: the checkout's own path may lie under the guest's tmpfs /tmp.
     expected = os.path.join(ROOT, "crates/preempt/examples/expected")
-    shutil.copytree(expected, root + expected)
+    shutil.copytree(expected, os.path.join(root, "t/expected"))
     os.chmod(os.path.join(root, "init"), 0o755)
     strip = "aarch64-linux-gnu-strip" if arch == "arm64" else "strip"
     for d in ["usr/bin", "t/deps", "t/examples"]:
@@ -542,7 +549,7 @@ STEPS = ["check", "thesis_listings", "examples_output", "rtic_conformance", "pcp
          "latency", "explain", "uav"]
 # The step each check reads, where it is not the check's own name.
 CHECK_STEP = {"check-json": "check", "preempt-model": "check", "emulated-cpu-reported": "check",
-              "rcu-kthreads": "check",
+              "rcu-kthreads": "check", "no-watchdog": "finished",
               "latency-bookkeeping": "latency", "latency-not-clean": "latency",
               "demo-uav": "uav"}
 
@@ -576,6 +583,9 @@ def judge_run(guest, steps, console, wanted):
         out.append({"check": name, "passed": bool(ok), "detail": detail})
 
     add("finished", "@@DONE" in console, "the suite ran to its end")
+    fired = watchdogs(console)
+    if fired:
+        add("no-watchdog", False, f"a test's watchdog fired (a hang is a failure): {fired}")
     c = steps.get("check")
     items = {}
     if c:
@@ -623,6 +633,20 @@ def judge_run(guest, steps, console, wanted):
     add("demo-uav", uav is not None and uav["rc"] == 0,
         "rc=%s: %s" % (uav and uav["rc"], uav and uav["output"].splitlines()[-3:]))
     return [c for c in out if CHECK_STEP.get(c["check"], c["check"]) in wanted + ["finished"]]
+
+
+def watchdogs(console):
+    """The test watchdogs' reports in a console ("WATCHDOG: <test> did not finish ..."),
+    with the step they fired in."""
+    fired, step = [], None
+    for line in console.replace("\r", "").splitlines():
+        m = re.match(r"^@@BEGIN (\S+)$", line)
+        if m:
+            step = m.group(1)
+        i = line.find("WATCHDOG: ")
+        if i >= 0:
+            fired.append(f"{step}: {line[i:]}")
+    return fired
 
 
 def last_open_step(console):
@@ -711,11 +735,18 @@ def main():
             secs, stopped = boot(g, kernel, initrds[arch], console_path, a.timeout_s, mine,
                                  a.repeat, a.diag_after)
             console = open(console_path, "rb").read().decode("utf-8", "replace")
+            fired = watchdogs(console)
+            if fired:
+                # A test hung (its watchdog fired): a failure of the code under test, never
+                # hidden by booting again (a PCP livelock once passed CI that way).
+                log(f"{g}: a test's watchdog fired, not booting again: {fired}")
+                break
             if not (stopped and stopped.startswith("console silent")) or len(hung) >= a.reboot_hung:
                 break
-            # A silent console is the emulated kernel hanging (docs/MEASURING.md: rt-amd64's
-            # `explain` once in ~50 runs, waiting in a cross-CPU call for an idle vCPU). The
-            # console is kept, the hang reported, and the guest booted again.
+            # A silent console with no test watchdog's report is the emulated kernel hanging
+            # outside a test (docs/MEASURING.md: rt-amd64's `explain` once in ~50 runs,
+            # waiting in a cross-CPU call for an idle vCPU). The console is kept, the hang
+            # reported as the kernel's, and the guest booted again.
             step = last_open_step(console)
             kept = os.path.join(a.out, f"{g}.console.hung-{len(hung) + 1}.log")
             shutil.copyfile(console_path, kept)
@@ -727,6 +758,11 @@ def main():
             with open(os.path.join(a.out, f"{g}.{s}.txt"), "w") as f:
                 f.write("".join(v["output"] + f"\nrc={v['rc']}\n" for v in runs))
         checks = judge(g, ran, console, mine, a.repeat)
+        for h in hung:
+            checks.insert(0, {"check": "kernel-hung", "passed": True,
+                              "detail": f"booted again after a hang outside any test's watchdog "
+                                        f"in step {h['step'] or '(none: boot)'}: {h['why']}; "
+                                        f"console {h['console']}"})
         if stopped:
             checks.insert(0, {"check": "boot", "passed": False, "detail": stopped})
         summary["guests"][g] = {"kernel": os.path.basename(kernel), "seconds": round(secs, 1),

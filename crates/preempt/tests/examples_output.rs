@@ -71,6 +71,16 @@ fn mask(stdout: &str, timing_free: bool) -> String {
     out
 }
 
+/// Where the golden outputs lie: `PREEMPT_EXAMPLES_EXPECTED` if set (the PREEMPT_RT guests of
+/// `scripts/rt_guests.py` copy them to a fixed path, since the checkout's own path may lie
+/// under the guest's tmpfs `/tmp`), else `examples/expected` of this crate's source.
+fn expected_dir() -> PathBuf {
+    std::env::var_os("PREEMPT_EXAMPLES_EXPECTED").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/expected"),
+        PathBuf::from,
+    )
+}
+
 /// Runs example `name`, compares its stdout with the golden file and returns its stderr.
 fn check_golden(name: &str, env: &[(&str, &str)], timeout: Duration) -> String {
     let out = run_with_watchdog(example_command(name, env), name, timeout);
@@ -80,9 +90,7 @@ fn check_golden(name: &str, env: &[(&str, &str)], timeout: Duration) -> String {
     assert!(!stderr.contains("panicked"), "{stderr}");
     let timing_free = std::env::var_os(TIMING_FREE_ENV).is_some_and(|v| v == "1");
     let got = mask(&stdout, timing_free);
-    let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/expected")
-        .join(format!("{name}.out"));
+    let golden = expected_dir().join(format!("{name}.out"));
     if std::env::var_os("PREEMPT_BLESS").is_some() {
         std::fs::write(&golden, mask(&stdout, false)).unwrap();
         return stderr.into_owned();
