@@ -416,11 +416,11 @@ fn finish(app: &'static App, code: i32, explained: Option<&explain::Report>) -> 
                 Some(report) => with_explanations(&stats.to_json(), report),
                 None => stats.to_json(),
             };
-            if let Err(err) = std::fs::write(&path, json) {
-                eprintln!(
-                    "preempt: cannot write the statistics to {} ({STATS_JSON_ENV}): {err}",
-                    path.to_string_lossy()
-                );
+            // Whole or not at all: a second signal during the write (which ends the
+            // process) or a full disk leaves the previous file, never a cut one.
+            let path = std::path::Path::new(&path);
+            if let Err(err) = preempt_io::sys::file::write_atomically(path, json.as_bytes()) {
+                eprintln!("preempt: cannot write the statistics ({STATS_JSON_ENV}): {err}");
             }
         }
     }

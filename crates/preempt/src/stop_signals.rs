@@ -19,7 +19,10 @@
 //!                        its job), joins them, prints the summary, writes the JSON, and the
 //!                        process exits with 128 + signal (130 for SIGINT, 143 for SIGTERM)
 //! 2nd SIGINT/SIGTERM  -> exits at once with 128 + signal (a job that does not end, or an
-//!                        impatient user); what was not written yet is lost, and it says so
+//!                        impatient user); what was not written yet is lost, and it says so;
+//!                        unless it repeats the first (the same signal from the same process
+//!                        within 1 s, `signal::Delivery::repeats`): GNU `timeout` signals
+//!                        the app and then its process group, and means one stop
 //! run() returns       -> [`StopSignals::remove`]: the thread is told to end (a SIGTERM
 //!                        directed at it alone, after the `done` flag) and the caller's
 //!                        signal mask is restored
@@ -105,10 +108,11 @@ pub(crate) fn install(
 }
 
 fn wait_loop(app_name: &str, set: &signal::SignalSet, done: &AtomicBool, on_first: impl Fn(i32)) {
-    let mut first = None;
+    let mut first: Option<signal::Delivery> = None;
+    let mut repeats = 0u32;
     loop {
-        let sig = match signal::wait_any(set) {
-            Ok(sig) => sig,
+        let delivery = match signal::wait_delivery(set) {
+            Ok(delivery) => delivery,
             Err(err) => {
                 eprintln!(
                     "preempt: app `{app_name}`: waiting for SIGINT/SIGTERM failed ({err}); \
@@ -120,15 +124,28 @@ fn wait_loop(app_name: &str, set: &signal::SignalSet, done: &AtomicBool, on_firs
         if done.load(Ordering::Acquire) {
             return;
         }
+        let sig = delivery.signal;
         match first {
             None => {
-                first = Some(sig);
+                first = Some(delivery);
                 eprintln!(
                     "preempt: {}: stopping app `{app_name}` (its jobs finish, statistics are \
                      kept); send it again to exit at once",
                     name(sig)
                 );
                 on_first(sig);
+            }
+            Some(first) if delivery.repeats(&first) => {
+                // Said once: a sender may repeat more than once.
+                if repeats == 0 {
+                    eprintln!(
+                        "preempt: {} again from the same process (pid {}) within 1 s: the \
+                         same stop (GNU timeout signals the app and its process group)",
+                        name(sig),
+                        delivery.pid
+                    );
+                }
+                repeats += 1;
             }
             Some(_) => {
                 eprintln!(

@@ -1,7 +1,8 @@
 //! Apps stopped from outside keep their results (issue 11, item 5): SIGINT and SIGTERM sent
 //! to an app process stop its executors in order, the summary is printed (marked partial),
 //! `PREEMPT_STATS_JSON` is written (with `stopped_by`), and the process exits with 130 /
-//! 143; a second signal ends an app whose job does not finish at once.
+//! 143; a second signal ends an app whose job does not finish at once, unless it repeats the
+//! first (GNU `timeout` signals the app and its process group: one stop).
 //!
 //! A test binary without libtest (`harness = false`): the app must run on the process's
 //! main thread, as in a real program, so that every thread of the process has the stop
@@ -182,6 +183,58 @@ fn a_second_signal_ends_an_app_whose_job_does_not_finish() {
     );
 }
 
+/// The same signal twice from the same process, 50 ms apart (what GNU `timeout` does: the
+/// app, then its process group): one stop, statistics kept.
+fn the_same_signal_twice_from_one_sender_is_one_stop() {
+    let out = signal_child("forever", &[signal::SIGTERM, signal::SIGTERM]);
+    let context = format!("stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{context}");
+    assert!(!out.stderr.contains("exits at once"), "{context}");
+    assert!(
+        out.stderr.contains("SIGTERM again from the same process"),
+        "{context}"
+    );
+    let json = out
+        .json
+        .unwrap_or_else(|| panic!("PREEMPT_STATS_JSON not written\n{context}"));
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["stopped_by"], "SIGTERM", "{json}");
+}
+
+/// GNU `timeout` itself, as users bound a run: the app stops in order and writes its
+/// statistics, and `timeout` reports its own exit code 124.
+fn an_app_under_gnu_timeout_keeps_its_statistics() {
+    let json: PathBuf = std::env::temp_dir().join(format!(
+        "preempt-signals-timeout-{}.json",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&json);
+    let mut cmd = Command::new("timeout");
+    cmd.arg("3")
+        .arg(std::env::current_exe().unwrap())
+        .env(child_process::CHILD_ENV, "forever")
+        .env(preempt::STATS_JSON_ENV, &json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    soft_unless_privileged(&mut cmd, "forever", 2);
+    let out = cmd
+        .output()
+        .expect("GNU timeout (coreutils) must be installed");
+    let context = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(124), "{context}");
+    assert!(!text(&out.stderr).contains("exits at once"), "{context}");
+    let written = std::fs::read_to_string(&json);
+    let _ = std::fs::remove_file(&json);
+    let json =
+        written.unwrap_or_else(|e| panic!("PREEMPT_STATS_JSON not written ({e})\n{context}"));
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["stopped_by"], "SIGTERM", "{json}");
+}
+
 fn main() {
     if let Some(app) = requested_app() {
         let code = match app.as_str() {
@@ -191,7 +244,7 @@ fn main() {
         };
         std::process::exit(code);
     }
-    let tests: [(&str, fn()); 3] = [
+    let tests: [(&str, fn()); 5] = [
         (
             "sigint_stops_in_order_and_keeps_the_statistics",
             sigint_stops_in_order_and_keeps_the_statistics,
@@ -203,6 +256,14 @@ fn main() {
         (
             "a_second_signal_ends_an_app_whose_job_does_not_finish",
             a_second_signal_ends_an_app_whose_job_does_not_finish,
+        ),
+        (
+            "the_same_signal_twice_from_one_sender_is_one_stop",
+            the_same_signal_twice_from_one_sender_is_one_stop,
+        ),
+        (
+            "an_app_under_gnu_timeout_keeps_its_statistics",
+            an_app_under_gnu_timeout_keeps_its_statistics,
         ),
     ];
     let filter: Vec<String> = std::env::args()

@@ -13,6 +13,7 @@ pub mod cpu;
 pub mod epoll;
 pub mod eventfd;
 pub mod fdio;
+pub mod file;
 pub mod gpio;
 pub mod interpose;
 pub mod kernel;

@@ -26,7 +26,7 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// `SIGINT` (Ctrl-C).
@@ -119,6 +119,80 @@ pub fn wait_any(set: &SignalSet) -> io::Result<i32> {
     }
 }
 
+/// One signal as it arrived: its number, how it was sent (`si_code`: `SI_USER` for kill(2),
+/// `SI_KERNEL` for a terminal's Ctrl-C, ...), the sending process (`si_pid`, 0 when the kernel
+/// sent it) and when it was taken (`CLOCK_MONOTONIC` ns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// The signal's number.
+    pub signal: i32,
+    /// `si_code`.
+    pub code: i32,
+    /// `si_pid` for a signal sent with kill(2) or tgkill(2); 0 otherwise.
+    pub pid: i32,
+    /// When it was taken, `CLOCK_MONOTONIC` nanoseconds.
+    pub at_ns: u64,
+}
+
+/// How long after a stop signal the same signal from the same sender is the same stop
+/// ([`Delivery::repeats`]).
+pub const REPEAT_WINDOW_NS: u64 = 1_000_000_000;
+
+impl Delivery {
+    /// The delivery that `info` describes, taken at `at_ns`.
+    pub fn from_siginfo(info: &libc::siginfo_t, at_ns: u64) -> Delivery {
+        let user = matches!(
+            info.si_code,
+            libc::SI_USER | libc::SI_TKILL | libc::SI_QUEUE
+        );
+        Delivery {
+            signal: info.si_signo,
+            code: info.si_code,
+            // SAFETY: for SI_USER, SI_TKILL and SI_QUEUE the kernel fills the `_kill`/`_rt`
+            // member of the union, whose first field is si_pid; other codes are not read.
+            pid: if user { unsafe { info.si_pid() } } else { 0 },
+            at_ns,
+        }
+    }
+
+    /// Whether this delivery repeats `first` rather than asking for something new: the same
+    /// signal, sent with kill(2) (`SI_USER`) by the same process, within
+    /// [`REPEAT_WINDOW_NS`]. GNU `timeout` sends its signal to the command and then to its
+    /// own process group, which holds the command: two deliveries a few microseconds apart
+    /// that mean one stop. A second Ctrl-C (sent by the kernel), a second `kill` (another
+    /// process) or a different signal is a new request.
+    pub fn repeats(&self, first: &Delivery) -> bool {
+        self.signal == first.signal
+            && self.code == libc::SI_USER
+            && first.code == libc::SI_USER
+            && self.pid == first.pid
+            && self.pid != 0
+            && self.at_ns.saturating_sub(first.at_ns) < REPEAT_WINDOW_NS
+    }
+}
+
+/// Like [`wait_any`], with who sent the signal and when it was taken.
+pub fn wait_delivery(set: &SignalSet) -> io::Result<Delivery> {
+    loop {
+        let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: `set` is an initialised sigset_t; `info` is valid for writes of one
+        // siginfo_t, which sigwaitinfo fills when it returns a signal.
+        let rc = unsafe { libc::sigwaitinfo(&set.0, info.as_mut_ptr()) };
+        if rc > 0 {
+            // SAFETY: zero-initialised, and filled by the kernel on success.
+            let info = unsafe { info.assume_init() };
+            return Ok(Delivery::from_siginfo(
+                &info,
+                crate::sys::clock::monotonic_now_ns(),
+            ));
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
 /// Blocks `signal` in the calling thread, so it stays pending until [`wait_signal`] takes it.
 pub fn block_signal(signal: i32) -> io::Result<()> {
     block(&SignalSet::of(&[signal])?).map(|_| ())
@@ -159,11 +233,19 @@ pub fn signal_process(pid: u32, signal: i32) -> io::Result<()> {
 /// [`install_stop_flag`].
 static STOP_SIGNAL: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
 
+/// The first stop signal's sender and time, for [`Delivery::repeats`] in the handler
+/// (`si_code`, `si_pid`, `CLOCK_MONOTONIC` ns); written once, by the handler that set the
+/// stop flag, before it publishes the signal in [`STOP_SIGNAL`].
+static FIRST_CODE: AtomicI32 = AtomicI32::new(0);
+static FIRST_PID: AtomicI32 = AtomicI32::new(0);
+static FIRST_AT_NS: AtomicU64 = AtomicU64::new(0);
+
 /// A run's stop flag: SIGINT (Ctrl-C) or SIGTERM sets it, so the run ends at its next check
 /// and writes what it has; a second one, arriving while the flag is set, ends the process
-/// at once with [`exit_code_for_signal`] (130 after SIGINT, 143 after SIGTERM), through
-/// `signal_hook`'s conditional shutdown. [`stop_signal`] says which signal set it, for the
-/// run's exit code. The handlers stay installed for the life of the process.
+/// at once with [`exit_code_for_signal`] (130 after SIGINT, 143 after SIGTERM), unless it
+/// repeats the first ([`Delivery::repeats`]: GNU `timeout` signals the command and its
+/// process group, one stop). [`stop_signal`] says which signal set it, for the run's exit
+/// code. The handlers stay installed for the life of the process.
 ///
 /// # Errors
 /// When a handler cannot be registered (`sigaction` failed).
@@ -171,18 +253,45 @@ pub fn install_stop_flag() -> io::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let which = Arc::clone(STOP_SIGNAL.get_or_init(|| Arc::new(AtomicUsize::new(0))));
     for sig in [SIGINT, SIGTERM] {
-        // Order matters (signal-hook's docs): the conditional shutdown is registered first,
-        // so that on the first signal it still sees the flag unset.
-        signal_hook::flag::register_conditional_shutdown(
-            sig,
-            i32::from(exit_code_for_signal(sig)),
-            Arc::clone(&stop),
-        )?;
-        // SIGINT and SIGTERM are positive.
-        signal_hook::flag::register_usize(sig, Arc::clone(&which), sig.unsigned_abs() as usize)?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+        let stop = Arc::clone(&stop);
+        let which = Arc::clone(&which);
+        // SAFETY: the action is async-signal-safe: it reads CLOCK_MONOTONIC (clock_gettime
+        // is async-signal-safe, POSIX.1-2008 signal-safety list), loads and stores atomics,
+        // and ends the process with _exit; it allocates nothing and takes no lock.
+        unsafe {
+            signal_hook_registry::register_sigaction(sig, move |info| {
+                let now = Delivery::from_siginfo(info, crate::sys::clock::monotonic_now_ns());
+                on_stop_signal(&stop, &which, now);
+            })
+        }?;
     }
     Ok(stop)
+}
+
+/// A stop signal's effect on one stop flag (in the signal handler: atomics only).
+fn on_stop_signal(stop: &AtomicBool, which: &AtomicUsize, now: Delivery) {
+    if !stop.swap(true, Ordering::SeqCst) {
+        if which.load(Ordering::SeqCst) == 0 {
+            FIRST_CODE.store(now.code, Ordering::Relaxed);
+            FIRST_PID.store(now.pid, Ordering::Relaxed);
+            FIRST_AT_NS.store(now.at_ns, Ordering::Relaxed);
+            // SIGINT and SIGTERM are positive.
+            which.store(now.signal.unsigned_abs() as usize, Ordering::SeqCst);
+        }
+        return;
+    }
+    let first = Delivery {
+        signal: i32::try_from(which.load(Ordering::SeqCst)).unwrap_or(0),
+        code: FIRST_CODE.load(Ordering::Relaxed),
+        pid: FIRST_PID.load(Ordering::Relaxed),
+        at_ns: FIRST_AT_NS.load(Ordering::Relaxed),
+    };
+    if now.repeats(&first) {
+        return;
+    }
+    // SAFETY: _exit is async-signal-safe; the run's outputs are not complete, and the
+    // process ends without running atexit handlers or flushing stdio from a handler.
+    unsafe { libc::_exit(i32::from(exit_code_for_signal(now.signal))) }
 }
 
 /// The signal that set a stop flag of this process ([`install_stop_flag`]), if one did.
@@ -228,6 +337,50 @@ mod tests {
         assert!(stop.load(Ordering::Relaxed), "SIGTERM did not set the flag");
         assert_eq!(stop_signal(), Some(SIGTERM));
         assert_eq!(stopped_exit_code(), 143);
+    }
+
+    fn delivery(signal: i32, code: i32, pid: i32, at_ns: u64) -> Delivery {
+        Delivery {
+            signal,
+            code,
+            pid,
+            at_ns,
+        }
+    }
+
+    #[test]
+    fn the_same_kill_from_the_same_sender_within_the_window_is_one_stop() {
+        let first = delivery(SIGTERM, libc::SI_USER, 4242, 10_000);
+        // GNU timeout: the command, then its process group, microseconds apart.
+        assert!(delivery(SIGTERM, libc::SI_USER, 4242, 10_050).repeats(&first));
+        assert!(
+            delivery(SIGTERM, libc::SI_USER, 4242, 10_000 + REPEAT_WINDOW_NS - 1).repeats(&first)
+        );
+        // A new request: later, another sender, another signal, or the terminal's Ctrl-C.
+        assert!(!delivery(SIGTERM, libc::SI_USER, 4242, 10_000 + REPEAT_WINDOW_NS).repeats(&first));
+        assert!(!delivery(SIGTERM, libc::SI_USER, 4243, 10_050).repeats(&first));
+        assert!(!delivery(SIGINT, libc::SI_USER, 4242, 10_050).repeats(&first));
+        let ctrl_c = delivery(SIGINT, libc::SI_KERNEL, 0, 10_000);
+        assert!(!delivery(SIGINT, libc::SI_KERNEL, 0, 10_050).repeats(&ctrl_c));
+    }
+
+    #[test]
+    fn wait_delivery_names_the_sender() {
+        let sig = sigrtmin() + 6;
+        let handle = std::thread::spawn(move || {
+            block_signal(sig).unwrap();
+            signal_thread(sched::current_tid(), sig).unwrap();
+            wait_delivery(&SignalSet::of(&[sig]).unwrap()).unwrap()
+        });
+        let got = handle.join().unwrap();
+        // tgkill(2) reports SI_TKILL on most kernels, SI_USER on some (6.18 here).
+        assert_eq!(got.signal, sig);
+        assert!(
+            matches!(got.code, libc::SI_TKILL | libc::SI_USER),
+            "{got:?}"
+        );
+        assert_eq!(got.pid, std::process::id() as i32);
+        assert!(got.at_ns > 0);
     }
 
     #[test]
