@@ -147,16 +147,32 @@ fn wait_loop(app_name: &str, set: &signal::SignalSet, done: &AtomicBool, on_firs
                 }
                 repeats += 1;
             }
-            Some(_) => {
+            Some(first) => {
                 eprintln!(
                     "preempt: second {}: app `{app_name}` exits at once; statistics not yet \
-                     written are lost",
-                    name(sig)
+                     written are lost ({})",
+                    name(sig),
+                    describe_second(&first, &delivery)
                 );
                 std::process::exit(exit_code(sig));
             }
         }
     }
+}
+
+/// How a second stop signal differs from the first, for the message that it ends the app.
+fn describe_second(first: &signal::Delivery, second: &signal::Delivery) -> String {
+    let from = |d: &signal::Delivery| match d.pid {
+        0 => "the kernel".to_string(),
+        pid => format!("pid {pid}"),
+    };
+    format!(
+        "first {} from {}, this one from {} {} ms later",
+        name(first.signal),
+        from(first),
+        from(second),
+        second.at_ns.saturating_sub(first.at_ns) / 1_000_000
+    )
 }
 
 impl StopSignals {
