@@ -77,14 +77,21 @@ pub fn has_effective(cap: Capability) -> io::Result<bool> {
     Ok(word & (1 << (bit % 32)) != 0)
 }
 
+/// Whether the process runs as root (effective user id 0). Root is not the same as holding
+/// the capabilities: a container or a systemd unit can drop them from a root process, and
+/// then advice to "run as root" is wrong.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn root_has_sys_nice_and_others_may_not() {
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
+        let root = is_root();
         let nice = has_effective(Capability::SysNice).unwrap();
         if root {
             assert!(nice, "root normally holds CAP_SYS_NICE");

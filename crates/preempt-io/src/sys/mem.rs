@@ -7,25 +7,41 @@
 
 use std::io;
 
+use super::rtcause;
+
 /// Locks every current and future page of the process into RAM (`mlockall`).
 ///
 /// # Errors
-/// `ENOMEM`/`EPERM` when RLIMIT_MEMLOCK is too small and the process lacks CAP_IPC_LOCK; the
-/// message says how to fix it.
+/// `ENOMEM`/`EPERM` when RLIMIT_MEMLOCK is too small and the process lacks CAP_IPC_LOCK, or
+/// a memory cgroup's limit is below the process's size; the message names the cause and its
+/// fix ([`rtcause::explain_memlock_refusal`]).
 pub fn lock_all_memory() -> io::Result<()> {
+    try_lock_all_memory().map_err(|err| {
+        let cause = rtcause::explain_memlock_refusal(err.raw_os_error().unwrap_or(libc::ENOMEM));
+        io::Error::new(
+            err.kind(),
+            format!(
+                "mlockall failed: {}; fix: {}",
+                cause.describe(),
+                cause.fix()
+            ),
+        )
+    })
+}
+
+/// [`lock_all_memory`] with the kernel's error as it is (`raw_os_error` set, no
+/// explanation), for [`crate::sys::rtprobe`].
+///
+/// # Errors
+/// The errno of `mlockall`.
+pub fn try_lock_all_memory() -> io::Result<()> {
     // SAFETY: mlockall takes only flags and has no memory-safety preconditions.
     let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
     if rc == 0 {
-        return Ok(());
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
-    let err = io::Error::last_os_error();
-    Err(io::Error::new(
-        err.kind(),
-        format!(
-            "mlockall failed ({err}): run as root, grant CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK \
-             (`ulimit -l unlimited`, or `@realtime - memlock unlimited` in /etc/security/limits.conf)"
-        ),
-    ))
 }
 
 /// Undoes [`lock_all_memory`] (`munlockall`).

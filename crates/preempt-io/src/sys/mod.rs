@@ -7,6 +7,7 @@
 //! real-time loop calls (clock reads, sleeps, timer reads).
 
 pub mod caps;
+pub mod cgroup;
 pub mod clock;
 pub mod counter;
 pub mod cpu;
@@ -24,6 +25,8 @@ pub mod mount;
 pub mod process;
 pub mod procstat;
 pub mod reaper;
+pub mod rtcause;
+pub mod rtprobe;
 pub mod sched;
 pub mod schedstat;
 pub mod serial;

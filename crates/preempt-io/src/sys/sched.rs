@@ -14,6 +14,8 @@
 
 use std::io;
 
+use super::rtcause;
+
 /// The lowest real-time priority (`SCHED_FIFO`, `SCHED_RR`).
 pub const MIN_RT_PRIORITY: u8 = 1;
 /// The highest real-time priority (`SCHED_FIFO`, `SCHED_RR`).
@@ -79,6 +81,18 @@ impl Policy {
             self,
             Policy::Fifo { .. } | Policy::RoundRobin { .. } | Policy::Deadline { .. }
         )
+    }
+
+    /// What this policy asks of the kernel's real-time admission ([`rtcause`] explains a
+    /// refusal from it); `None` for the policies that are not real-time.
+    pub fn rt_request(&self) -> Option<rtcause::Request> {
+        match *self {
+            Policy::Fifo { priority } | Policy::RoundRobin { priority } => {
+                Some(rtcause::Request::Priority(priority))
+            }
+            Policy::Deadline { .. } => Some(rtcause::Request::Deadline),
+            _ => None,
+        }
     }
 
     /// Checks the parameters before the kernel sees them, with an error that says what is wrong.
@@ -220,11 +234,60 @@ const _: () = assert!(std::mem::size_of::<SchedAttr>() == 56);
 /// real-time thread (a shell-out, a logger) do not inherit its priority.
 ///
 /// # Errors
-/// `InvalidInput` from [`Policy::validate`]; `EPERM` without CAP_SYS_NICE or a sufficient
-/// RLIMIT_RTPRIO (the message says so); `EBUSY` when SCHED_DEADLINE admission control
+/// `InvalidInput` from [`Policy::validate`]; `EPERM` (`PermissionDenied`) with its causes and
+/// fix read from the process ([`rtcause`]: no CAP_SYS_NICE and too low an RLIMIT_RTPRIO, a
+/// cpu cgroup without real-time budget, ...); `EBUSY` when SCHED_DEADLINE admission control
 /// refuses the bandwidth; `ESRCH` for an unknown thread.
 pub fn set_thread_policy(tid: i32, policy: &Policy) -> io::Result<()> {
     policy.validate()?;
+    let Err(err) = set_attr(tid, policy) else {
+        return Ok(());
+    };
+    Err(match err.raw_os_error() {
+        Some(libc::EPERM) if policy.is_real_time() => {
+            let request = policy.rt_request().unwrap_or(rtcause::Request::Deadline);
+            let cgroups = if tid == 0 {
+                "/proc/thread-self/cgroup".to_string()
+            } else {
+                format!("/proc/self/task/{tid}/cgroup")
+            };
+            let causes =
+                rtcause::explain_rt_refusal(libc::EPERM, request, std::path::Path::new(&cgroups));
+            let text = |f: fn(&rtcause::Cause) -> String| {
+                causes.iter().map(f).collect::<Vec<_>>().join("; and ")
+            };
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "not permitted to set {} (EPERM): {}; fix: {}",
+                    policy.name(),
+                    text(rtcause::Cause::describe),
+                    text(rtcause::Cause::fix)
+                ),
+            )
+        }
+        Some(libc::EBUSY) if matches!(policy, Policy::Deadline { .. }) => io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            "SCHED_DEADLINE admission control refused the bandwidth (runtime/period too large \
+             for the free capacity, or the thread's CPU affinity is not a whole root domain)",
+        ),
+        _ => err,
+    })
+}
+
+/// Sets the scheduling policy of the calling thread and returns the kernel's error as it is
+/// (`raw_os_error` set, no explanation): for [`crate::sys::rtprobe`], which explains a refusal
+/// itself. Prefer [`set_current_thread_policy`].
+///
+/// # Errors
+/// `InvalidInput` from [`Policy::validate`], else the errno of `sched_setattr`.
+pub fn try_set_current_thread_policy(policy: &Policy) -> io::Result<()> {
+    policy.validate()?;
+    set_attr(0, policy)
+}
+
+/// `sched_setattr(tid, policy)`, the errno as the kernel gave it.
+fn set_attr(tid: i32, policy: &Policy) -> io::Result<()> {
     let attr = policy.to_attr();
     // SAFETY: SYS_sched_setattr takes (pid_t, struct sched_attr *, unsigned int flags); `attr`
     // is a fully initialised sched_attr whose `size` field tells the kernel its layout, and it
@@ -238,26 +301,10 @@ pub fn set_thread_policy(tid: i32, policy: &Policy) -> io::Result<()> {
         )
     };
     if rc == 0 {
-        return Ok(());
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
-    let err = io::Error::last_os_error();
-    Err(match err.raw_os_error() {
-        Some(libc::EPERM) if policy.is_real_time() => io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "not permitted to set {}: run as root, grant CAP_SYS_NICE \
-                 (`sudo setcap cap_sys_nice+ep <binary>`), or raise RLIMIT_RTPRIO \
-                 (`@realtime - rtprio 99` in /etc/security/limits.conf)",
-                policy.name()
-            ),
-        ),
-        Some(libc::EBUSY) if matches!(policy, Policy::Deadline { .. }) => io::Error::new(
-            io::ErrorKind::ResourceBusy,
-            "SCHED_DEADLINE admission control refused the bandwidth (runtime/period too large \
-             for the free capacity, or the thread's CPU affinity is not a whole root domain)",
-        ),
-        _ => err,
-    })
 }
 
 /// Sets the scheduling policy of the calling thread. See [`set_thread_policy`].
