@@ -6,7 +6,7 @@
 //!
 //! | fact                          | needed when                          | otherwise            |
 //! |-------------------------------|--------------------------------------|----------------------|
-//! | CAP_SYS_NICE, or RLIMIT_RTPRIO ≥ highest task priority | the app has tasks  | error      |
+//! | the kernel grants SCHED_FIFO at the highest task priority (a probe thread asks it; CAP_SYS_NICE, RLIMIT_RTPRIO and the cpu cgroup's real-time budget explain a refusal) | the app has tasks | error |
 //! | CAP_IPC_LOCK, or RLIMIT_MEMLOCK unlimited | always (`mlockall(MCL_CURRENT \| MCL_FUTURE)`; a finite limit would make later allocations fail) | error |
 //! | kernel is PREEMPT_RT           | never required                       | warning              |
 //! | not under user-mode emulation (qemu-user) | never required            | warning              |
@@ -28,7 +28,7 @@
 
 use std::fmt::Write as _;
 
-use preempt_io::sys::{caps, kernel, limits};
+use preempt_io::sys::{caps, kernel, limits, rtprobe, sched};
 
 /// The environment variable that selects soft mode.
 pub const SOFT_ENV: &str = "PREEMPT_SOFT";
@@ -48,12 +48,19 @@ pub(crate) struct Facts {
     pub(crate) emulated_on: Option<&'static str>,
     /// RCU's kthreads' SCHED_FIFO priority (`rcutree.kthread_prio`), where readable.
     pub(crate) rcu_kthread_prio: Option<i32>,
+    /// Effective user id 0 (then "run it as root" is no fix).
+    pub(crate) root: bool,
+    /// The kernel's refusal of SCHED_FIFO at the highest task priority, asked by a probe
+    /// thread (`preempt_io::sys::rtprobe`); `None`: granted, or no real-time task.
+    pub(crate) rt_refusal: Option<rtprobe::Refusal>,
 }
 
 impl Facts {
-    /// Reads the facts of this process. A fact that cannot be read counts as "not granted",
-    /// so the error names the fix rather than the start-up failing obscurely later.
-    pub(crate) fn gather() -> Facts {
+    /// Reads the facts of this process, and asks the kernel for SCHED_FIFO at `max_priority`
+    /// (the highest task priority) on a probe thread. A fact that cannot be read counts as
+    /// "not granted", so the error names the fix rather than the start-up failing obscurely
+    /// later.
+    pub(crate) fn gather(max_priority: Option<u8>) -> Facts {
         let info = kernel::preempt_info();
         Facts {
             cap_sys_nice: caps::has_effective(caps::Capability::SysNice).unwrap_or(false),
@@ -74,6 +81,10 @@ impl Facts {
             user: std::env::var("USER").unwrap_or_else(|_| "<user>".into()),
             emulated_on: preempt_io::sys::cpu::user_mode_emulation(),
             rcu_kthread_prio: kernel::rcu_kthread_prio().ok(),
+            root: caps::is_root(),
+            rt_refusal: max_priority.filter(|&p| p > 0).and_then(|priority| {
+                rtprobe::probe_policy(&sched::Policy::Fifo { priority }).err()
+            }),
         }
     }
 }
@@ -81,8 +92,15 @@ impl Facts {
 /// A missing privilege.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Problem {
-    /// Highest task priority above RLIMIT_RTPRIO without CAP_SYS_NICE.
+    /// The kernel refused the highest task priority for lack of privilege: above
+    /// RLIMIT_RTPRIO without CAP_SYS_NICE.
     RtPrio { needed: u8, limit: Option<u64> },
+    /// The kernel refused the highest task priority for another cause (a cpu cgroup without
+    /// real-time budget, ...), which the refusal names with its fix.
+    RtRefused {
+        needed: u8,
+        refusal: rtprobe::Refusal,
+    },
     /// A finite RLIMIT_MEMLOCK without CAP_IPC_LOCK.
     MemLock { limit: u64 },
 }
@@ -113,14 +131,21 @@ pub(crate) struct Assessment {
 /// mode.
 pub(crate) fn assess(facts: &Facts, max_priority: Option<u8>, spinning: &[u8]) -> Assessment {
     let mut out = Assessment::default();
-    if let Some(needed) = max_priority
-        && !facts.cap_sys_nice
-        && !facts.rtprio.allows(u64::from(needed))
-    {
-        out.problems.push(Problem::RtPrio {
-            needed,
-            limit: facts.rtprio.soft,
-        });
+    // The kernel's answer decides; capabilities and limits only explain it.
+    if let (Some(needed), Some(refusal)) = (max_priority, &facts.rt_refusal) {
+        out.problems.push(
+            if refusal.causes.iter().all(|c| c.id() == "no_rt_privilege") {
+                Problem::RtPrio {
+                    needed,
+                    limit: facts.rtprio.soft,
+                }
+            } else {
+                Problem::RtRefused {
+                    needed,
+                    refusal: refusal.clone(),
+                }
+            },
+        );
     }
     if let (false, Some(limit)) = (facts.cap_ipc_lock, facts.memlock.soft) {
         out.problems.push(Problem::MemLock { limit });
@@ -159,6 +184,7 @@ pub(crate) fn render_problems(app: &str, facts: &Facts, problems: &[Problem]) ->
     let mut caps_needed = Vec::new();
     let mut limits_lines = Vec::new();
     let mut ulimits = Vec::new();
+    let mut other_fixes = Vec::new();
     for problem in problems {
         match problem {
             Problem::RtPrio { needed, limit } => {
@@ -171,6 +197,17 @@ pub(crate) fn render_problems(app: &str, facts: &Facts, problems: &[Problem]) ->
                 caps_needed.push("cap_sys_nice");
                 limits_lines.push(format!("{} - rtprio {needed}", facts.user));
                 ulimits.push(format!("ulimit -r {needed}"));
+            }
+            Problem::RtRefused { needed, refusal } => {
+                let _ = writeln!(
+                    s,
+                    "  - its highest task priority is {needed} (SCHED_FIFO), but the kernel \
+                     refused it ({}): {} [{}]",
+                    preempt_io::sys::rtcause::errno_text(refusal.errno),
+                    refusal.describe(),
+                    refusal.ids()
+                );
+                other_fixes.push(refusal.fix());
             }
             Problem::MemLock { limit } => {
                 let _ = writeln!(
@@ -185,20 +222,29 @@ pub(crate) fn render_problems(app: &str, facts: &Facts, problems: &[Problem]) ->
         }
     }
     let _ = writeln!(s, "fix one of:");
-    let _ = writeln!(s, "  * run it as root;");
-    let _ = writeln!(
-        s,
-        "  * grant the capabilities: sudo setcap {}+ep {}",
-        caps_needed.join(","),
-        facts.exe
-    );
-    let _ = writeln!(
-        s,
-        "  * raise the limits: add `{}` to /etc/security/limits.conf and log in again \
-         (or `{}` in a root shell before starting it);",
-        limits_lines.join("` and `"),
-        ulimits.join("; ")
-    );
+    for fix in &other_fixes {
+        let _ = writeln!(s, "  * {fix};");
+    }
+    if !caps_needed.is_empty() {
+        // A root process that lacks a capability had it dropped (a container, a unit's
+        // bounding set): "run as root" would be wrong advice.
+        if !facts.root {
+            let _ = writeln!(s, "  * run it as root;");
+        }
+        let _ = writeln!(
+            s,
+            "  * grant the capabilities: sudo setcap {}+ep {}",
+            caps_needed.join(","),
+            facts.exe
+        );
+        let _ = writeln!(
+            s,
+            "  * raise the limits: add `{}` to /etc/security/limits.conf and log in again \
+             (or `{}` in a root shell before starting it);",
+            limits_lines.join("` and `"),
+            ulimits.join("; ")
+        );
+    }
     let _ = write!(
         s,
         "  * or run without real-time guarantees (development only): {SOFT_ENV}=1 {}",
@@ -270,6 +316,7 @@ pub fn soft_requested() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use preempt_io::sys::rtcause::{Cause, Privileges, Request};
 
     fn facts() -> Facts {
         Facts {
@@ -289,14 +336,45 @@ mod tests {
             user: "alice".into(),
             emulated_on: None,
             rcu_kthread_prio: Some(1),
+            root: false,
+            rt_refusal: Some(refusal(Cause::NoRtPrivilege {
+                request: Request::Priority(15),
+                privileges: Privileges {
+                    root: false,
+                    cap_sys_nice: false,
+                    cap_ipc_lock: false,
+                    rtprio: Some(0),
+                    memlock: Some(8 << 20),
+                },
+            })),
         }
+    }
+
+    fn refusal(cause: Cause) -> rtprobe::Refusal {
+        rtprobe::Refusal {
+            what: "SCHED_FIFO 15".into(),
+            errno: libc_eperm(),
+            causes: vec![cause],
+        }
+    }
+
+    /// `EPERM` (asm-generic/errno-base.h); this crate has no libc.
+    fn libc_eperm() -> i32 {
+        1
+    }
+
+    /// The facts of a process the kernel grants everything.
+    fn granted() -> Facts {
+        let mut f = facts();
+        f.cap_sys_nice = true;
+        f.cap_ipc_lock = true;
+        f.rt_refusal = None;
+        f
     }
 
     #[test]
     fn user_mode_emulation_is_a_warning_that_names_the_livelock_and_the_fixes() {
-        let mut f = facts();
-        f.cap_sys_nice = true;
-        f.cap_ipc_lock = true;
+        let mut f = granted();
         f.preempt_rt = true;
         f.emulated_on = Some("x86_64");
         let a = assess(&f, Some(3), &[]);
@@ -345,31 +423,70 @@ mod tests {
     }
 
     #[test]
-    fn capabilities_or_limits_are_each_enough() {
-        let mut f = facts();
-        f.cap_sys_nice = true;
-        f.cap_ipc_lock = true;
-        assert!(assess(&f, Some(99), &[]).problems.is_empty());
-        let mut f = facts();
-        f.rtprio.soft = Some(20);
-        f.memlock.soft = None;
-        assert!(assess(&f, Some(20), &[]).problems.is_empty());
+    fn the_kernels_answer_decides_not_the_capabilities() {
+        // CAP_SYS_NICE held, and the kernel still refused: a cpu cgroup without budget.
+        let mut f = granted();
+        f.root = true;
+        let budget = refusal(Cause::RtGroupBudget {
+            group: "/sys/fs/cgroup/cpu/x".into(),
+            zero: vec!["/sys/fs/cgroup/cpu/x".into()],
+            fix: Ok(vec![preempt_io::sys::rtcause::BudgetStep {
+                dir: "/sys/fs/cgroup/cpu/x".into(),
+                runtime_us: 950_000,
+            }]),
+            budgeted: Some("/sys/fs/cgroup/cpu".into()),
+            container: None,
+        });
+        f.rt_refusal = Some(budget.clone());
+        let a = assess(&f, Some(20), &[]);
         assert_eq!(
-            assess(&f, Some(21), &[]).problems,
-            vec![Problem::RtPrio {
-                needed: 21,
-                limit: Some(20)
+            a.problems,
+            vec![Problem::RtRefused {
+                needed: 20,
+                refusal: budget
             }]
         );
+        let text = render_problems("app", &f, &a.problems);
+        for needle in [
+            "highest task priority is 20 (SCHED_FIFO), but the kernel refused it (EPERM",
+            "cpu cgroup /sys/fs/cgroup/cpu/x has no real-time budget",
+            "[rt_group_budget]",
+            "echo 950000 > /sys/fs/cgroup/cpu/x/cpu.rt_runtime_us",
+            "PREEMPT_SOFT=1 /usr/bin/robot",
+        ] {
+            assert!(text.contains(needle), "missing `{needle}`: {text}");
+        }
+        assert!(!text.contains("run it as root"), "{text}");
+        assert!(!text.contains("setcap"), "{text}");
+        // No CAP_SYS_NICE and RLIMIT_RTPRIO 0, and the kernel granted it anyway (the probe
+        // is what counts): no problem.
+        let mut f = facts();
+        f.rt_refusal = None;
+        f.memlock.soft = None;
+        assert!(assess(&f, Some(20), &[]).problems.is_empty());
         // No tasks: no real-time priority needed.
-        assert!(assess(&f, None, &[]).problems.is_empty());
+        assert_eq!(
+            assess(&facts(), None, &[]).problems,
+            vec![Problem::MemLock { limit: 8 << 20 }]
+        );
+    }
+
+    #[test]
+    fn a_root_process_without_the_capabilities_is_not_told_to_run_as_root() {
+        let mut f = facts();
+        f.root = true;
+        let a = assess(&f, Some(15), &[]);
+        let text = render_problems("app", &f, &a.problems);
+        assert!(!text.contains("run it as root"), "{text}");
+        assert!(
+            text.contains("setcap cap_sys_nice,cap_ipc_lock+ep"),
+            "{text}"
+        );
     }
 
     #[test]
     fn non_rt_kernel_is_a_warning_only() {
-        let mut f = facts();
-        f.cap_sys_nice = true;
-        f.cap_ipc_lock = true;
+        let mut f = granted();
         let a = assess(&f, Some(1), &[]);
         assert!(a.problems.is_empty());
         assert_eq!(a.warnings.len(), 1);
@@ -380,9 +497,7 @@ mod tests {
 
     #[test]
     fn spinning_levels_above_rcu_kthreads_on_preempt_rt_are_a_warning_with_both_fixes() {
-        let mut f = facts();
-        f.cap_sys_nice = true;
-        f.cap_ipc_lock = true;
+        let mut f = granted();
         f.preempt_rt = true;
         let a = assess(&f, Some(3), &[1, 3]);
         assert!(a.problems.is_empty());

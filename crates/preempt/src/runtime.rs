@@ -276,10 +276,8 @@ fn set_up_thread(priority: u8, soft: bool, cpus: Option<&[usize]>, stack: usize)
         sched::set_current_thread_policy(&sched::Policy::Fifo { priority }).map_err(|e| {
             io::Error::new(
                 e.kind(),
-                format!(
-                    "cannot make executor p{priority} SCHED_FIFO {priority} ({e}): run as root, \
-                     `setcap cap_sys_nice+ep` the program, or raise RLIMIT_RTPRIO"
-                ),
+                // `e` names the cause the kernel refused for and its fix (sys::rtcause).
+                format!("cannot make executor p{priority} SCHED_FIFO {priority}: {e}"),
             )
         })?;
         // Real-time threads get exact timer expiry (the default slack is 50 µs for
@@ -555,7 +553,7 @@ fn run_threads(app: &'static App, entry: Entry<'_>) -> i32 {
     if soft {
         eprintln!("{}", readiness::soft_mode_warning(config.name));
     } else {
-        let facts = readiness::Facts::gather();
+        let facts = readiness::Facts::gather(max_priority);
         let spinning: Vec<u8> = config
             .executors
             .iter()
