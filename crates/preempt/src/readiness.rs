@@ -36,7 +36,6 @@ pub const SOFT_ENV: &str = "PREEMPT_SOFT";
 /// What the start-up looked at.
 #[derive(Clone, Debug)]
 pub(crate) struct Facts {
-    pub(crate) cap_sys_nice: bool,
     pub(crate) cap_ipc_lock: bool,
     pub(crate) rtprio: limits::Limit,
     pub(crate) memlock: limits::Limit,
@@ -63,7 +62,6 @@ impl Facts {
     pub(crate) fn gather(max_priority: Option<u8>) -> Facts {
         let info = kernel::preempt_info();
         Facts {
-            cap_sys_nice: caps::has_effective(caps::Capability::SysNice).unwrap_or(false),
             cap_ipc_lock: caps::has_effective(caps::Capability::IpcLock).unwrap_or(false),
             rtprio: limits::rtprio().unwrap_or(limits::Limit {
                 soft: Some(0),
@@ -202,7 +200,7 @@ pub(crate) fn render_problems(app: &str, facts: &Facts, problems: &[Problem]) ->
                 let _ = writeln!(
                     s,
                     "  - its highest task priority is {needed} (SCHED_FIFO), but the kernel \
-                     refused it ({}): {} [{}]",
+                     refused it with {}: {} [{}]",
                     preempt_io::sys::rtcause::errno_text(refusal.errno),
                     refusal.describe(),
                     refusal.ids()
@@ -320,7 +318,6 @@ mod tests {
 
     fn facts() -> Facts {
         Facts {
-            cap_sys_nice: false,
             cap_ipc_lock: false,
             rtprio: limits::Limit {
                 soft: Some(0),
@@ -366,7 +363,6 @@ mod tests {
     /// The facts of a process the kernel grants everything.
     fn granted() -> Facts {
         let mut f = facts();
-        f.cap_sys_nice = true;
         f.cap_ipc_lock = true;
         f.rt_refusal = None;
         f
@@ -436,6 +432,7 @@ mod tests {
             }]),
             budgeted: Some("/sys/fs/cgroup/cpu".into()),
             container: None,
+            read_only: false,
         });
         f.rt_refusal = Some(budget.clone());
         let a = assess(&f, Some(20), &[]);
@@ -448,7 +445,7 @@ mod tests {
         );
         let text = render_problems("app", &f, &a.problems);
         for needle in [
-            "highest task priority is 20 (SCHED_FIFO), but the kernel refused it (EPERM",
+            "highest task priority is 20 (SCHED_FIFO), but the kernel refused it with EPERM",
             "cpu cgroup /sys/fs/cgroup/cpu/x has no real-time budget",
             "[rt_group_budget]",
             "echo 950000 > /sys/fs/cgroup/cpu/x/cpu.rt_runtime_us",

@@ -27,6 +27,8 @@ pub struct V1Group {
     pub dir: PathBuf,
     /// The mount point of the hierarchy: `dir` or one of its ancestors.
     pub mount: PathBuf,
+    /// Mounted read-only (a container's usual view): nothing can be written here.
+    pub read_only: bool,
 }
 
 /// The calling thread's cgroup for the v1 `controller` (e.g. `cpu`, `memory`), from
@@ -58,7 +60,7 @@ pub fn v1_group(controller: &str, cgroups: &str, mounts: &str) -> Option<V1Group
             .any(|c| c == controller)
             .then_some(path)
     })?;
-    let (root, mount) = mounts.lines().find_map(|line| {
+    let (root, mount, read_only) = mounts.lines().find_map(|line| {
         // `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS`
         let (left, right) = line.split_once(" - ")?;
         let mut right = right.split_whitespace();
@@ -73,7 +75,8 @@ pub fn v1_group(controller: &str, cgroups: &str, mounts: &str) -> Option<V1Group
         let mut left = left.split_whitespace();
         let root = left.nth(3)?;
         let mount = left.next()?;
-        Some((unescape(root), unescape(mount)))
+        let read_only = left.next()?.split(',').any(|o| o == "ro");
+        Some((unescape(root), unescape(mount), read_only))
     })?;
     // The path is relative to the hierarchy's root; the mount shows the subtree at `root`.
     let rel = Path::new(path).strip_prefix(&root).ok()?;
@@ -81,6 +84,7 @@ pub fn v1_group(controller: &str, cgroups: &str, mounts: &str) -> Option<V1Group
     Some(V1Group {
         dir: mount.join(rel),
         mount,
+        read_only,
     })
 }
 
@@ -126,6 +130,12 @@ mod tests {
         let g = v1_group("cpu", cgroups, MOUNTS).unwrap();
         assert_eq!(g.dir, Path::new("/sys/fs/cgroup/cpu/x/y"));
         assert_eq!(g.mount, Path::new("/sys/fs/cgroup/cpu"));
+        assert!(!g.read_only);
+        let ro = MOUNTS.replace(
+            "/sys/fs/cgroup/cpu rw,relatime",
+            "/sys/fs/cgroup/cpu ro,nosuid",
+        );
+        assert!(v1_group("cpu", cgroups, &ro).unwrap().read_only);
         assert_eq!(
             v1_dir("cpuacct", cgroups, MOUNTS).unwrap(),
             Path::new("/sys/fs/cgroup/cpuacct/a")

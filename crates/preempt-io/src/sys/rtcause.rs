@@ -130,6 +130,8 @@ pub enum Cause {
         budgeted: Option<PathBuf>,
         /// The container runtime, where it shows.
         container: Option<Container>,
+        /// The cgroup filesystem is read-only here: the fix must come from outside.
+        read_only: bool,
     },
     /// `memlock`: `mlockall` refused, for lack of CAP_IPC_LOCK and RLIMIT_MEMLOCK or by the
     /// memory cgroup's limit.
@@ -252,9 +254,16 @@ impl Cause {
                 fix,
                 budgeted,
                 container,
+                read_only,
                 ..
             } => {
-                let mut s = match fix {
+                let mut s = if *read_only {
+                    "the cgroup filesystem is read-only here, so from outside (the host, as root): "
+                        .to_string()
+                } else {
+                    String::new()
+                };
+                s += &match fix {
                     Ok(steps) => {
                         let writes: Vec<String> = steps
                             .iter()
@@ -406,8 +415,16 @@ pub fn explain_rt_refusal(errno: i32, request: Request, cgroup_file: &Path) -> V
         .zip(fs::read_to_string("/proc/self/mountinfo").ok())
         .and_then(|(cgroups, mounts)| cgroup::v1_group("cpu", &cgroups, &mounts));
     let chain = group.as_ref().and_then(|g| rt_budget_chain(g).ok());
-    let container = detect_container(group.as_ref().map(|g| g.dir.as_path()));
-    let mut causes = rt_causes(errno, request, &privileges, chain.as_deref(), container);
+    let read_only = group.as_ref().is_some_and(|g| g.read_only);
+    let container = detect_container(group.as_ref().map(|g| g.dir.as_path()), read_only);
+    let mut causes = rt_causes(
+        errno,
+        request,
+        &privileges,
+        chain.as_deref(),
+        container,
+        read_only,
+    );
     if let Some(Cause::Unknown { evidence }) = causes.last_mut() {
         evidence.push_str(&process_status_evidence());
     }
@@ -427,6 +444,7 @@ pub fn rt_causes(
     privileges: &Privileges,
     chain: Option<&[RtBudget]>,
     container: Option<Container>,
+    read_only: bool,
 ) -> Vec<Cause> {
     let mut causes = Vec::new();
     if errno == libc::EPERM && !privileges.grant(request) {
@@ -458,6 +476,7 @@ pub fn rt_causes(
                 .find(|b| b.runtime_us != 0)
                 .map(|b| b.dir.clone()),
             container,
+            read_only,
         });
     }
     if causes.is_empty() {
@@ -665,13 +684,17 @@ fn sibling_budgets(parent: &Path, child: &Path) -> Vec<RtBudget> {
         .collect()
 }
 
-/// The container runtime, from the cgroup path or the marker files the runtimes leave.
-fn detect_container(cpu_dir: Option<&Path>) -> Option<Container> {
+/// The container runtime whose flag gives the budget, where only it can: from the cgroup
+/// path (no cgroup namespace), or from the marker file the runtime leaves when the cgroup
+/// filesystem is read-only (the fix cannot be applied from inside). A container whose
+/// cgroups are writable is fixed by the writes, and the flag would be noise.
+fn detect_container(cpu_dir: Option<&Path>, read_only: bool) -> Option<Container> {
     let path = cpu_dir.map(|d| d.to_string_lossy().into_owned());
     let path = path.as_deref().unwrap_or("");
-    if path.contains("libpod") || Path::new("/run/.containerenv").exists() {
+    let marker = |file: &str| read_only && Path::new(file).exists();
+    if path.contains("libpod") || marker("/run/.containerenv") {
         Some(Container::Podman)
-    } else if path.contains("docker") || Path::new("/.dockerenv").exists() {
+    } else if path.contains("docker") || marker("/.dockerenv") {
         Some(Container::Docker)
     } else {
         None
@@ -732,6 +755,7 @@ mod tests {
         let g = cgroup::V1Group {
             dir: x.clone(),
             mount: t.0.clone(),
+            read_only: false,
         };
         let chain = rt_budget_chain(&g).unwrap();
         let causes = rt_causes(
@@ -740,6 +764,7 @@ mod tests {
             &root_user(),
             Some(&chain),
             None,
+            false,
         );
         assert_eq!(causes.len(), 1, "{causes:?}");
         let c = &causes[0];
@@ -770,6 +795,7 @@ mod tests {
         let chain = rt_budget_chain(&cgroup::V1Group {
             dir: b.clone(),
             mount: t.0.clone(),
+            read_only: false,
         })
         .unwrap();
         let steps = plan_budget(&chain).unwrap();
@@ -796,6 +822,7 @@ mod tests {
             &root_user(),
             Some(&chain),
             Some(Container::Docker),
+            true,
         )[0];
         let Cause::RtGroupBudget { zero, .. } = cause else {
             panic!("{cause:?}")
@@ -807,6 +834,12 @@ mod tests {
         );
         assert!(cause.fix().contains("parents first"), "{cause:?}");
         assert!(cause.fix().contains("--cpu-rt-runtime"), "{cause:?}");
+        assert!(
+            cause
+                .fix()
+                .starts_with("the cgroup filesystem is read-only here"),
+            "{cause:?}"
+        );
     }
 
     #[test]
@@ -818,6 +851,7 @@ mod tests {
         let chain = rt_budget_chain(&cgroup::V1Group {
             dir: x,
             mount: t.0.clone(),
+            read_only: false,
         })
         .unwrap();
         let why = plan_budget(&chain).unwrap_err();
@@ -832,6 +866,7 @@ mod tests {
         let chain = rt_budget_chain(&cgroup::V1Group {
             dir: t.0.clone(),
             mount: t.0.clone(),
+            read_only: false,
         })
         .unwrap();
         assert!(plan_budget(&chain).unwrap_err().contains("from outside"));
@@ -857,6 +892,7 @@ mod tests {
             &user,
             Some(&budgeted),
             None,
+            false,
         );
         assert_eq!(causes.len(), 1);
         assert_eq!(causes[0].id(), "no_rt_privilege");
@@ -869,6 +905,7 @@ mod tests {
             &dropped,
             Some(&budgeted),
             None,
+            false,
         )[0];
         assert_eq!(c.id(), "no_rt_privilege");
         assert!(!c.fix().contains("run as root"), "{}", c.fix());
@@ -878,7 +915,14 @@ mod tests {
 
     #[test]
     fn a_refusal_with_every_check_passed_is_unknown_with_its_evidence() {
-        let causes = rt_causes(libc::EPERM, Request::Priority(5), &root_user(), None, None);
+        let causes = rt_causes(
+            libc::EPERM,
+            Request::Priority(5),
+            &root_user(),
+            None,
+            None,
+            false,
+        );
         assert_eq!(causes.len(), 1);
         let Cause::Unknown { evidence } = &causes[0] else {
             panic!("{causes:?}")
