@@ -27,6 +27,7 @@
 use std::fmt;
 use std::io;
 
+use preempt_io::sys::caps;
 use preempt_io::sys::sched::Policy;
 
 /// Exit code: success.
@@ -105,30 +106,44 @@ pub fn exit_code_of(err: &anyhow::Error) -> u8 {
 /// (`sched_setscheduler(2)`, `sched(7)`, `setpriority(2)`): SCHED_FIFO/RR up to priority P need
 /// RLIMIT_RTPRIO >= P or CAP_SYS_NICE; SCHED_DEADLINE needs CAP_SYS_NICE (no limit grants it);
 /// a negative nice N needs CAP_SYS_NICE or RLIMIT_NICE >= 20 - N.
+///
+/// "Run as root" is offered only to a process that is not root: a root process that lacks
+/// CAP_SYS_NICE had it dropped (a container, a unit's capability bounding set).
 pub fn privilege_hint(policy: &Policy) -> String {
-    const SETCAP: &str = "run as root or grant CAP_SYS_NICE (sudo setcap cap_sys_nice,cap_ipc_lock+ep $(which preempt))";
+    let setcap = if caps::is_root() {
+        "grant CAP_SYS_NICE back to this root process (docker/podman run --cap-add=SYS_NICE; \
+         systemd: AmbientCapabilities=CAP_SYS_NICE)"
+    } else {
+        "run as root or grant CAP_SYS_NICE (sudo setcap cap_sys_nice,cap_ipc_lock+ep $(which preempt))"
+    };
     match policy {
         Policy::Fifo { priority } | Policy::RoundRobin { priority } => format!(
-            "{SETCAP}, or raise RLIMIT_RTPRIO to at least {priority} (ulimit -r {priority}, or \
+            "{setcap}, or raise RLIMIT_RTPRIO to at least {priority} (ulimit -r {priority}, or \
              `<user> - rtprio {priority}` in /etc/security/limits.conf)"
         ),
         Policy::Deadline { .. } => {
-            format!("SCHED_DEADLINE needs CAP_SYS_NICE (RLIMIT_RTPRIO does not grant it): {SETCAP}")
+            format!("SCHED_DEADLINE needs CAP_SYS_NICE (RLIMIT_RTPRIO does not grant it): {setcap}")
         }
         Policy::Other { nice } | Policy::Batch { nice } if *nice < 0 => format!(
-            "nice {nice} needs CAP_SYS_NICE or RLIMIT_NICE >= {} (ulimit -e {}): {SETCAP}",
+            "nice {nice} needs CAP_SYS_NICE or RLIMIT_NICE >= {} (ulimit -e {}): {setcap}",
             20 - nice,
             20 - nice
         ),
-        _ => SETCAP.to_string(),
+        _ => setcap.to_string(),
     }
 }
 
 /// Turns a "permission denied" from setting `policy` (shown as `what`) into a
-/// [`PrivilegeError`] naming the exact capability or limit ([`privilege_hint`]); other errors
-/// pass through with context.
+/// [`PrivilegeError`]: for a real-time policy the error of `sched::set_thread_policy` already
+/// names the cause the kernel refused for and its fix (`sys::rtcause`: privileges, a cpu
+/// cgroup without real-time budget, ...), otherwise the capability or limit
+/// ([`privilege_hint`]); other errors pass through with context.
 pub(crate) fn policy_error(err: io::Error, policy: &Policy, what: &str) -> anyhow::Error {
-    if err.kind() == io::ErrorKind::PermissionDenied {
+    if err.kind() == io::ErrorKind::PermissionDenied && policy.is_real_time() {
+        anyhow::Error::new(PrivilegeError(format!(
+            "cannot set {what}: permission denied; {err}"
+        )))
+    } else if err.kind() == io::ErrorKind::PermissionDenied {
         anyhow::Error::new(PrivilegeError(format!(
             "cannot set {what}: permission denied; {}",
             privilege_hint(policy)

@@ -34,7 +34,7 @@ use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use preempt_io::sys::clock::{ClockId, monotonic_now_ns, sleep_until_ns};
-use preempt_io::sys::{cpu, sched};
+use preempt_io::sys::{caps, cpu, rtcause, rtprobe, sched};
 
 use super::item;
 use crate::procfs::read_trimmed;
@@ -207,12 +207,9 @@ struct Mode {
 fn measure(cpu: usize, stop: &AtomicBool) -> Result<Option<[Mode; 2]>, String> {
     let fifo = sched::Policy::Fifo { priority: PRIORITY };
     sched::set_current_thread_affinity(&[cpu]).map_err(|e| e.to_string())?;
-    sched::set_current_thread_policy(&fifo).map_err(|e| {
-        format!(
-            "SCHED_FIFO {PRIORITY} refused ({e}): {}",
-            crate::error::privilege_hint(&fifo)
-        )
-    })?;
+    // The error names the cause the kernel refused for and its fix (`sys::rtcause`).
+    sched::set_current_thread_policy(&fifo)
+        .map_err(|e| format!("SCHED_FIFO {PRIORITY} refused ({e})"))?;
     let mut modes = [0, 1].map(|_| Mode {
         latency: Histogram::new(),
         halted: Histogram::new(),
@@ -274,18 +271,22 @@ fn measure(cpu: usize, stop: &AtomicBool) -> Result<Option<[Mode; 2]>, String> {
 /// its next block: the item then says it was not measured (half a probe would compare
 /// unequal halves).
 pub fn probe(isolated: &[usize], stop: &AtomicBool) -> (CheckItem, Option<IdleWakeup>) {
-    let not_measured = |why: String| {
+    let not_measured_because = |why: String, fix: String| {
         (
-            item(
-                ID,
-                TITLE,
-                Status::Info,
-                format!("not measured: {why}"),
-                "run preempt check as root: the probe needs SCHED_FIFO (CAP_SYS_NICE or \
-                 RLIMIT_RTPRIO) and /dev/cpu_dma_latency (root only)",
-            ),
+            item(ID, TITLE, Status::Info, format!("not measured: {why}"), fix),
             None,
         )
+    };
+    let not_measured = |why: String| {
+        // "Run as root" only to a process that is not: a root process was refused for
+        // another cause, which `why` names.
+        let fix = if caps::is_root() {
+            "the probe needs SCHED_FIFO and /dev/cpu_dma_latency: fix what stopped it (above)"
+        } else {
+            "run preempt check as root: the probe needs SCHED_FIFO (CAP_SYS_NICE or \
+             RLIMIT_RTPRIO) and /dev/cpu_dma_latency (root only)"
+        };
+        not_measured_because(why, fix.to_string())
     };
     let interrupted = || {
         let why = "not measured: interrupted (Ctrl-C or SIGTERM) before the probe ended";
@@ -303,6 +304,19 @@ pub fn probe(isolated: &[usize], stop: &AtomicBool) -> (CheckItem, Option<IdleWa
         Ok(c) => c,
         Err(e) => return not_measured(format!("no CPU to probe: {e}")),
     };
+    // Asked first on a throwaway thread, so a refusal comes with its cause and fix
+    // (`sys::rtprobe`, as the real-time priority item).
+    if let Err(refusal) = rtprobe::probe_policy(&sched::Policy::Fifo { priority: PRIORITY }) {
+        return not_measured_because(
+            format!(
+                "SCHED_FIFO {PRIORITY} refused by the kernel with {}: {} [{}]",
+                rtcause::errno_text(refusal.errno),
+                refusal.describe(),
+                refusal.ids()
+            ),
+            refusal.fix(),
+        );
+    }
     let measured = std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("preempt-idle".into())

@@ -11,7 +11,9 @@ pub mod idle_wakeup;
 use std::fs;
 use std::sync::atomic::AtomicBool;
 
-use preempt_io::sys::{caps, clock, cpu, kernel, limits, procstat, thread};
+use preempt_io::sys::rtcause::{self, Privileges};
+use preempt_io::sys::rtprobe::{self, MemlockProbe, Refusal};
+use preempt_io::sys::{clock, cpu, kernel, procstat, sched, thread};
 
 use crate::procfs::{self, cmdline_value, parse_cpu_list_lenient, read_trimmed};
 use crate::results::{CheckItem, CheckReport, Status};
@@ -374,77 +376,122 @@ fn fair_server_item(budgets: &[CpuBudget]) -> CheckItem {
     }
 }
 
+const RTPRIO_TITLE: &str = "Real-time priority (CAP_SYS_NICE / RLIMIT_RTPRIO)";
+const MEMLOCK_TITLE: &str = "Memory locking (CAP_IPC_LOCK / RLIMIT_MEMLOCK)";
+
+/// Judged by the kernel: a probe thread asks for SCHED_FIFO 99, then 1
+/// (`preempt_io::sys::rtprobe`); CAP_SYS_NICE and RLIMIT_RTPRIO only explain the answer. A
+/// root process in a cpu cgroup without real-time budget holds CAP_SYS_NICE and is refused.
 fn privilege_rtprio() -> CheckItem {
-    let title = "Real-time priority (CAP_SYS_NICE / RLIMIT_RTPRIO)";
-    let cap = caps::has_effective(caps::Capability::SysNice).unwrap_or(false);
-    let limit = limits::rtprio().ok();
-    let soft = limit.and_then(|l| l.soft);
-    if cap {
-        item(
-            "rtprio",
-            title,
-            Status::Pass,
-            "CAP_SYS_NICE held: any policy and priority",
-            "",
-        )
-    } else if limit.is_some_and(|l| l.allows(99)) || soft.is_some_and(|s| s >= 1) {
-        item(
-            "rtprio",
-            title,
-            if soft.unwrap_or(99) >= 99 {
-                Status::Pass
-            } else {
-                Status::Warn
-            },
-            format!(
-                "no CAP_SYS_NICE; RLIMIT_RTPRIO = {}",
-                soft.map_or("unlimited".into(), |s| s.to_string())
-            ),
-            "raise it: '@realtime - rtprio 99' in /etc/security/limits.conf (or ulimit -r 99)",
-        )
+    let fifo = |priority| rtprobe::probe_policy(&sched::Policy::Fifo { priority });
+    rtprio_item(&Privileges::current(), fifo(99), || fifo(1))
+}
+
+fn rtprio_item(
+    privileges: &Privileges,
+    top: Result<(), Refusal>,
+    bottom: impl FnOnce() -> Result<(), Refusal>,
+) -> CheckItem {
+    let why = if privileges.cap_sys_nice {
+        "CAP_SYS_NICE held".to_string()
     } else {
-        item(
-            "rtprio",
-            title,
-            Status::Fail,
-            "no CAP_SYS_NICE and RLIMIT_RTPRIO = 0: SCHED_FIFO/RR/DEADLINE will be refused",
-            "run as root, or setcap cap_sys_nice+ep on the binary, or '@realtime - rtprio 99' in \
-             /etc/security/limits.conf",
+        format!(
+            "no CAP_SYS_NICE; RLIMIT_RTPRIO = {}",
+            privileges
+                .rtprio
+                .map_or("unlimited".into(), |s| s.to_string())
         )
+    };
+    let top = match top {
+        Ok(()) => {
+            return item(
+                "rtprio",
+                RTPRIO_TITLE,
+                Status::Pass,
+                format!("SCHED_FIFO 99 granted by the kernel (probe thread); {why}"),
+                "",
+            );
+        }
+        Err(refusal) => refusal,
+    };
+    match bottom() {
+        Ok(()) => item(
+            "rtprio",
+            RTPRIO_TITLE,
+            Status::Warn,
+            format!(
+                "SCHED_FIFO 1 granted, 99 refused by the kernel with {}: {} [{}]",
+                rtcause::errno_text(top.errno),
+                top.describe(),
+                top.ids()
+            ),
+            top.fix(),
+        ),
+        Err(refusal) => item(
+            "rtprio",
+            RTPRIO_TITLE,
+            Status::Fail,
+            format!(
+                "SCHED_FIFO 1 and 99 refused by the kernel with {}: {} [{}]",
+                rtcause::errno_text(refusal.errno),
+                refusal.describe(),
+                refusal.ids()
+            ),
+            refusal.fix(),
+        ),
     }
 }
 
+/// Judged by the kernel: `mlockall(MCL_CURRENT | MCL_FUTURE)`, undone at once, unless this
+/// process already locks memory (`preempt monitor`: then its `VmLck` is the answer).
 fn privilege_memlock() -> CheckItem {
-    let title = "Memory locking (CAP_IPC_LOCK / RLIMIT_MEMLOCK)";
-    let cap = caps::has_effective(caps::Capability::IpcLock).unwrap_or(false);
-    let soft = limits::memlock().ok().map(|l| l.soft);
-    match (cap, soft) {
-        (true, _) => item(
+    memlock_item(&Privileges::current(), rtprobe::probe_memlock())
+}
+
+fn memlock_item(privileges: &Privileges, probe: MemlockProbe) -> CheckItem {
+    let why = match (privileges.cap_ipc_lock, privileges.memlock) {
+        (true, _) => "CAP_IPC_LOCK held".to_string(),
+        (false, None) => "RLIMIT_MEMLOCK unlimited".to_string(),
+        (false, Some(bytes)) => format!("RLIMIT_MEMLOCK = {} KiB", bytes / 1024),
+    };
+    let limited = !privileges.cap_ipc_lock && privileges.memlock.is_some();
+    match probe {
+        MemlockProbe::AlreadyLocked { kib } => item(
             "memlock",
-            title,
+            MEMLOCK_TITLE,
             Status::Pass,
-            "CAP_IPC_LOCK held: mlockall unlimited",
+            format!("this process already locks {kib} KiB (VmLck); {why}"),
             "",
         ),
-        (false, Some(None)) => item(
+        MemlockProbe::Granted { kib } if !limited => item(
             "memlock",
-            title,
+            MEMLOCK_TITLE,
             Status::Pass,
-            "RLIMIT_MEMLOCK unlimited",
+            format!("mlockall granted by the kernel ({kib} KiB locked, then unlocked); {why}"),
             "",
         ),
-        (false, Some(Some(bytes))) => item(
+        MemlockProbe::Granted { kib } => item(
             "memlock",
-            title,
+            MEMLOCK_TITLE,
             Status::Warn,
             format!(
-                "RLIMIT_MEMLOCK = {} KiB: mlockall of a real program will fail",
-                bytes / 1024
+                "mlockall granted by the kernel for this process's {kib} KiB, but {why}: a \
+                 real program that locks more, or grows later, fails"
             ),
-            "'@realtime - memlock unlimited' in /etc/security/limits.conf (or ulimit -l unlimited), \
-             or setcap cap_ipc_lock+ep",
+            rtcause::memlock_privilege_fix(privileges.root),
         ),
-        (false, None) => item("memlock", title, Status::Info, "getrlimit failed", ""),
+        MemlockProbe::Refused(refusal) => item(
+            "memlock",
+            MEMLOCK_TITLE,
+            Status::Fail,
+            format!(
+                "mlockall refused by the kernel with {}: {} [{}]",
+                rtcause::errno_text(refusal.errno),
+                refusal.describe(),
+                refusal.ids()
+            ),
+            refusal.fix(),
+        ),
     }
 }
 
@@ -898,6 +945,92 @@ mod tests {
         let unreadable = rcu_kthreads_item(true, Err("not readable (ENOENT)".into()));
         assert_eq!(unreadable.status, Status::Info);
         assert!(unreadable.value.contains("not readable"), "{unreadable:?}");
+    }
+
+    fn root() -> Privileges {
+        Privileges {
+            root: true,
+            cap_sys_nice: true,
+            cap_ipc_lock: true,
+            rtprio: Some(0),
+            memlock: Some(8 << 20),
+        }
+    }
+
+    fn budget_refusal(priority: u8) -> Refusal {
+        Refusal {
+            what: format!("SCHED_FIFO {priority}"),
+            errno: libc::EPERM,
+            causes: rtcause::rt_causes(
+                libc::EPERM,
+                rtcause::Request::Priority(priority),
+                &root(),
+                Some(&[
+                    rtcause::RtBudget {
+                        dir: "/sys/fs/cgroup/cpu".into(),
+                        runtime_us: 950_000,
+                        period_us: 1_000_000,
+                    },
+                    rtcause::RtBudget {
+                        dir: "/sys/fs/cgroup/cpu/x".into(),
+                        runtime_us: 0,
+                        period_us: 1_000_000,
+                    },
+                ]),
+                None,
+                false,
+            ),
+        }
+    }
+
+    #[test]
+    fn cap_sys_nice_is_no_pass_when_the_kernel_refuses() {
+        let i = rtprio_item(&root(), Err(budget_refusal(99)), || Err(budget_refusal(1)));
+        assert_eq!(i.status, Status::Fail, "{i:?}");
+        assert!(i.value.contains("EPERM"), "{i:?}");
+        assert!(i.value.contains("/sys/fs/cgroup/cpu/x"), "{i:?}");
+        assert!(i.value.contains("[rt_group_budget]"), "{i:?}");
+        assert!(!i.fix.contains("run as root"), "{i:?}");
+        let granted = rtprio_item(&root(), Ok(()), || unreachable!("not asked"));
+        assert_eq!(granted.status, Status::Pass, "{granted:?}");
+        assert!(
+            granted.value.contains("granted by the kernel"),
+            "{granted:?}"
+        );
+        let low = rtprio_item(&root(), Err(budget_refusal(99)), || Ok(()));
+        assert_eq!(low.status, Status::Warn, "{low:?}");
+    }
+
+    #[test]
+    fn memory_locking_is_judged_by_mlockall() {
+        let refused = Refusal {
+            what: "mlockall".into(),
+            errno: libc::ENOMEM,
+            causes: vec![rtcause::Cause::Memlock {
+                errno: libc::ENOMEM,
+                privileges: Privileges {
+                    cap_ipc_lock: false,
+                    ..root()
+                },
+                mapped_kib: Some(30_000),
+                memory_cgroup: None,
+            }],
+        };
+        let i = memlock_item(&root(), MemlockProbe::Refused(refused));
+        assert_eq!(i.status, Status::Fail, "{i:?}");
+        assert!(i.value.contains("ENOMEM"), "{i:?}");
+        assert!(!i.fix.contains("run as root"), "{i:?}");
+        let i = memlock_item(&root(), MemlockProbe::Granted { kib: 9000 });
+        assert_eq!(i.status, Status::Pass, "{i:?}");
+        let limited = Privileges {
+            cap_ipc_lock: false,
+            ..root()
+        };
+        let i = memlock_item(&limited, MemlockProbe::Granted { kib: 4000 });
+        assert_eq!(i.status, Status::Warn, "{i:?}");
+        let i = memlock_item(&limited, MemlockProbe::AlreadyLocked { kib: 4000 });
+        assert_eq!(i.status, Status::Pass, "{i:?}");
+        assert!(i.value.contains("VmLck"), "{i:?}");
     }
 
     #[test]
