@@ -119,9 +119,11 @@
 //! # Running
 //!
 //! The generated `main` calls `app::run()` and exits with its code. `run` first checks that
-//! the process may use real-time scheduling (RLIMIT_RTPRIO or CAP_SYS_NICE for the highest
-//! priority, RLIMIT_MEMLOCK or CAP_IPC_LOCK for `mlockall`; a non-PREEMPT_RT kernel is a
-//! warning) and otherwise prints what is missing and how to fix it and exits with 1. Setting
+//! the process may use real-time scheduling: a throwaway thread asks the kernel for
+//! SCHED_FIFO at the highest priority (CAP_SYS_NICE and RLIMIT_RTPRIO only explain a refusal;
+//! a cpu cgroup without real-time budget refuses even root), and RLIMIT_MEMLOCK or
+//! CAP_IPC_LOCK allow `mlockall` (a non-PREEMPT_RT kernel is a warning). Otherwise it prints
+//! the cause and how to fix it and exits with 1. Setting
 //! `PREEMPT_SOFT=1` runs everything under SCHED_OTHER without memory locking instead, with a
 //! loud warning (laptops, unprivileged CI).
 //!
