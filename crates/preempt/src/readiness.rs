@@ -229,12 +229,37 @@ pub(crate) fn render_problems(app: &str, facts: &Facts, problems: &[Problem]) ->
         if !facts.root {
             let _ = writeln!(s, "  * run it as root;");
         }
-        let _ = writeln!(
-            s,
-            "  * grant the capabilities: sudo setcap {}+ep {}",
-            caps_needed.join(","),
-            facts.exe
-        );
+        if facts.root {
+            // File capabilities cannot exceed the bounding set that dropped them: they must
+            // be given back where the process is started.
+            let upper: Vec<String> = caps_needed
+                .iter()
+                .map(|c| c.trim_start_matches("cap_").to_uppercase())
+                .collect();
+            let _ = writeln!(
+                s,
+                "  * give this root process its capabilities back where it is started: \
+                 docker/podman run {}; systemd: AmbientCapabilities={} (and no \
+                 CapabilityBoundingSet= without them);",
+                upper
+                    .iter()
+                    .map(|c| format!("--cap-add={c}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                upper
+                    .iter()
+                    .map(|c| format!("CAP_{c}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "  * grant the capabilities: sudo setcap {}+ep {}",
+                caps_needed.join(","),
+                facts.exe
+            );
+        }
         let _ = writeln!(
             s,
             "  * raise the limits: add `{}` to /etc/security/limits.conf and log in again \
@@ -475,8 +500,14 @@ mod tests {
         let a = assess(&f, Some(15), &[]);
         let text = render_problems("app", &f, &a.problems);
         assert!(!text.contains("run it as root"), "{text}");
+        // Dropped capabilities come back where the process starts, not by setcap.
+        assert!(!text.contains("setcap"), "{text}");
         assert!(
-            text.contains("setcap cap_sys_nice,cap_ipc_lock+ep"),
+            text.contains("docker/podman run --cap-add=SYS_NICE --cap-add=IPC_LOCK"),
+            "{text}"
+        );
+        assert!(
+            text.contains("AmbientCapabilities=CAP_SYS_NICE CAP_IPC_LOCK"),
             "{text}"
         );
     }
