@@ -111,8 +111,10 @@ pub fn exit_code_of(err: &anyhow::Error) -> u8 {
 /// CAP_SYS_NICE had it dropped (a container, a unit's capability bounding set).
 pub fn privilege_hint(policy: &Policy) -> String {
     let setcap = if caps::is_root() {
-        "grant CAP_SYS_NICE back to this root process (docker/podman run --cap-add=SYS_NICE; \
-         systemd: AmbientCapabilities=CAP_SYS_NICE)"
+        // No `--flag` here: the hint is printed by commands that have their own flags, and a
+        // container runtime's would read as one of theirs.
+        "grant CAP_SYS_NICE back to this root process where it is started (a container: \
+         cap_add SYS_NICE; systemd: AmbientCapabilities=CAP_SYS_NICE)"
     } else {
         "run as root or grant CAP_SYS_NICE (sudo setcap cap_sys_nice,cap_ipc_lock+ep $(which preempt))"
     };

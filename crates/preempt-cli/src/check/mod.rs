@@ -56,8 +56,11 @@ pub fn run(stop: &AtomicBool) -> CheckReport {
     report
 }
 
-/// Runs every check that only reads the machine: what `preempt monitor` re-runs while its
-/// own real-time loops measure, which a probe's SCHED_FIFO wake-ups would disturb.
+/// Runs every check but the measured wake-up probe: what `preempt monitor` re-runs while its
+/// own real-time loops measure, which the probe's SCHED_FIFO wake-ups would disturb. The
+/// privilege items ask the kernel without disturbing them: the probe thread drops back to
+/// SCHED_OTHER as soon as it is granted, and `mlockall` is not tried again by a process that
+/// already locks its memory (`preempt_io::sys::rtprobe`).
 pub(crate) fn run_without_probes() -> CheckReport {
     let cmdline = read_trimmed("/proc/cmdline").unwrap_or_default();
     let online = cpu::online_cpus().unwrap_or_default();

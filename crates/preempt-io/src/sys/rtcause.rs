@@ -501,7 +501,9 @@ pub fn rt_causes(
                     own.period_us
                 );
             }
-            None => evidence.push_str("; no cgroup v1 cpu controller"),
+            None => evidence.push_str(
+                "; no cpu cgroup budget read (no cgroup v1 cpu controller with RT_GROUP_SCHED)",
+            ),
         }
         causes.push(Cause::Unknown { evidence });
     }
@@ -929,10 +931,7 @@ mod tests {
         };
         assert!(evidence.contains("EPERM"), "{evidence}");
         assert!(evidence.contains("CAP_SYS_NICE held"), "{evidence}");
-        assert!(
-            evidence.contains("no cgroup v1 cpu controller"),
-            "{evidence}"
-        );
+        assert!(evidence.contains("no cpu cgroup budget read"), "{evidence}");
     }
 
     #[test]

@@ -117,6 +117,10 @@ pub fn probe_policy(policy: &sched::Policy) -> Result<(), Refusal> {
         .stack_size(PROBE_STACK)
         .spawn(move || -> Result<(), Refusal> {
             let Err(err) = sched::try_set_current_thread_policy(&policy) else {
+                // Back to SCHED_OTHER at once: granted at a high priority, the thread would
+                // otherwise preempt the caller's own real-time threads while it exits (a
+                // running app, `preempt monitor`'s loops). Lowering needs no privilege.
+                let _ = sched::try_set_current_thread_policy(&sched::Policy::Other { nice: 0 });
                 return Ok(());
             };
             let errno = err.raw_os_error().unwrap_or(libc::EPERM);

@@ -249,7 +249,7 @@ pub fn set_thread_policy(tid: i32, policy: &Policy) -> io::Result<()> {
             let cgroups = if tid == 0 {
                 "/proc/thread-self/cgroup".to_string()
             } else {
-                format!("/proc/self/task/{tid}/cgroup")
+                format!("/proc/{tid}/cgroup")
             };
             let causes =
                 rtcause::explain_rt_refusal(libc::EPERM, request, std::path::Path::new(&cgroups));
