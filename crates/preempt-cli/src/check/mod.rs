@@ -430,17 +430,18 @@ fn rtprio_item(
             ),
             top.fix(),
         ),
-        Err(refusal) => item(
+        // Explained for 99, what the item is about: "raise RLIMIT_RTPRIO to 99", not to 1.
+        Err(_) => item(
             "rtprio",
             RTPRIO_TITLE,
             Status::Fail,
             format!(
                 "SCHED_FIFO 1 and 99 refused by the kernel with {}: {} [{}]",
-                rtcause::errno_text(refusal.errno),
-                refusal.describe(),
-                refusal.ids()
+                rtcause::errno_text(top.errno),
+                top.describe(),
+                top.ids()
             ),
-            refusal.fix(),
+            top.fix(),
         ),
     }
 }

@@ -17,11 +17,13 @@ use super::rtcause;
 /// fix ([`rtcause::explain_memlock_refusal`]).
 pub fn lock_all_memory() -> io::Result<()> {
     try_lock_all_memory().map_err(|err| {
-        let cause = rtcause::explain_memlock_refusal(err.raw_os_error().unwrap_or(libc::ENOMEM));
+        let errno = err.raw_os_error().unwrap_or(libc::ENOMEM);
+        let cause = rtcause::explain_memlock_refusal(errno);
         io::Error::new(
             err.kind(),
             format!(
-                "mlockall failed: {}; fix: {}",
+                "mlockall failed with {}: {}; fix: {}",
+                rtcause::errno_text(errno),
                 cause.describe(),
                 cause.fix()
             ),

@@ -202,28 +202,20 @@ impl Cause {
                 s
             }
             Cause::Memlock {
-                errno,
                 privileges,
                 mapped_kib,
                 memory_cgroup,
+                ..
             } => {
-                let mut s = format!("mlockall: {}", errno_text(*errno));
                 let mapped = mapped_kib.map_or(String::new(), |k| format!(" ({k} KiB mapped)"));
-                match (privileges.cap_ipc_lock, privileges.memlock) {
-                    (false, Some(limit)) => {
-                        let _ = write!(
-                            s,
-                            "; no CAP_IPC_LOCK and RLIMIT_MEMLOCK = {} KiB{mapped}",
-                            limit / 1024
-                        );
-                    }
-                    (true, _) => {
-                        let _ = write!(s, "; CAP_IPC_LOCK held{mapped}");
-                    }
-                    (false, None) => {
-                        let _ = write!(s, "; RLIMIT_MEMLOCK unlimited{mapped}");
-                    }
-                }
+                let mut s = match (privileges.cap_ipc_lock, privileges.memlock) {
+                    (false, Some(limit)) => format!(
+                        "no CAP_IPC_LOCK and RLIMIT_MEMLOCK = {} KiB{mapped}",
+                        limit / 1024
+                    ),
+                    (true, _) => format!("CAP_IPC_LOCK held{mapped}"),
+                    (false, None) => format!("RLIMIT_MEMLOCK unlimited{mapped}"),
+                };
                 if let Some((dir, limit)) = memory_cgroup {
                     let _ = write!(
                         s,
