@@ -23,7 +23,7 @@
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::results::Distribution;
+use crate::results::{Distribution, plausible};
 use crate::stats::histogram::Snapshot;
 
 /// One cyclictest thread.
@@ -114,12 +114,25 @@ pub(crate) fn looks_like_json(v: &Value) -> bool {
 }
 
 fn u(v: &Value, k: &str, thread: &str) -> Result<u64> {
-    v.get(k)
-        .and_then(|x| {
-            x.as_u64()
-                .or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
-        })
-        .with_context(|| format!("thread {thread}: missing or bad \"{k}\""))
+    let x = v
+        .get(k)
+        .with_context(|| format!("thread {thread}: missing \"{k}\""))?;
+    plausible::json_u64(x, &format!("thread {thread}: \"{k}\""))
+}
+
+/// A latency of the JSON file in its unit (`scale` ns: 1 or 1 000), in ns, bounded by
+/// [`plausible::MAX_LATENCY_NS`].
+fn latency(field: &str, value: u64, scale: u64) -> Result<u64> {
+    if scale == 1 {
+        plausible::latency_ns(field, value).map(|()| value)
+    } else {
+        plausible::latency_us(field, value)
+    }
+}
+
+/// A count of samples of one cyclictest thread, bounded by [`plausible::samples`].
+fn count(field: &str, n: u64) -> Result<u64> {
+    plausible::samples(field, n, None, plausible::CYCLICTEST_MIN_INTERVAL_NS).map(|()| n)
 }
 
 /// Converts cyclictest's `--json` output.
@@ -137,27 +150,47 @@ pub(crate) fn from_json(v: &Value) -> Result<CyclicRun> {
         let index: usize = key
             .parse()
             .with_context(|| format!("thread key '{key}' is not a number"))?;
-        let count = u(t, "cycles", key)?;
+        let count = count(&format!("thread {key}: \"cycles\""), u(t, "cycles", key)?)?;
         let mut buckets: Vec<(u64, u64)> = match t.get("histogram").and_then(Value::as_object) {
             Some(h) => h
                 .iter()
                 .map(|(b, c)| {
-                    let b: u64 = b.parse().with_context(|| {
-                        format!("thread {key}: histogram bucket '{b}' is not a number")
+                    let b: u64 = b.parse().map_err(|_| {
+                        anyhow::anyhow!(
+                            "thread {key}: histogram bucket '{b}' {}",
+                            plausible::not_u64(b)
+                        )
                     })?;
-                    let c = c.as_u64().with_context(|| {
-                        format!("thread {key}: histogram count for {b} is not a number")
-                    })?;
-                    Ok((b * scale, c))
+                    let field = format!("thread {key}: histogram count for {b}");
+                    let c = self::count(&field, plausible::json_u64(c, &field)?)?;
+                    Ok((
+                        latency(&format!("thread {key}: histogram bucket"), b, scale)?,
+                        c,
+                    ))
                 })
                 .collect::<Result<_>>()?,
             None => Vec::new(),
         };
         buckets.sort_unstable();
-        let in_hist: u64 = buckets.iter().map(|b| b.1).sum();
+        let in_hist = buckets
+            .iter()
+            .try_fold(0u64, |sum, b| sum.checked_add(b.1))
+            .unwrap_or(u64::MAX);
         if in_hist > count {
             bail!("thread {key}: histogram holds {in_hist} samples but cycles is {count}");
         }
+        let avg = match t.get("avg") {
+            None => 0.0,
+            Some(a) => a
+                .as_f64()
+                .filter(|a| (0.0..=(plausible::MAX_LATENCY_NS / scale) as f64).contains(a))
+                .with_context(|| {
+                    format!(
+                        "thread {key}: \"avg\" = {a} is not a plausible latency (negative, \
+                         not a number, or above one hour)"
+                    )
+                })?,
+        };
         threads.push(CyclicThread {
             index,
             cpu: t
@@ -165,9 +198,9 @@ pub(crate) fn from_json(v: &Value) -> Result<CyclicRun> {
                 .and_then(Value::as_u64)
                 .and_then(|c| usize::try_from(c).ok()),
             count,
-            min_ns: u(t, "min", key)? * scale,
-            avg_ns: t.get("avg").and_then(Value::as_f64).unwrap_or(0.0) * scale as f64,
-            max_ns: u(t, "max", key)? * scale,
+            min_ns: latency(&format!("thread {key}: \"min\""), u(t, "min", key)?, scale)?,
+            avg_ns: avg * scale as f64,
+            max_ns: latency(&format!("thread {key}: \"max\""), u(t, "max", key)?, scale)?,
             overflows: if buckets.is_empty() {
                 0
             } else {
@@ -201,79 +234,134 @@ pub(crate) fn looks_like_histogram(text: &str) -> bool {
         || text.lines().any(|l| l.starts_with("# Total:"))
 }
 
-fn numbers(line: &str, prefix: &str) -> Option<Vec<u64>> {
+/// A summary line of the histogram text: its 1-based line number and its numbers.
+type SummaryLine = (usize, Vec<u64>);
+
+/// The numbers after `prefix` on `line` (line `n`), or `None` when it is another line; a
+/// number that is negative, overflows 64 bits or is not one is refused naming the line.
+fn numbers(line: &str, n: usize, prefix: &str) -> Option<Result<SummaryLine>> {
     let rest = line.strip_prefix(prefix)?;
-    rest.split_whitespace().map(|x| x.parse().ok()).collect()
+    Some(
+        rest.split_whitespace()
+            .map(|x| number(x, n, line))
+            .collect::<Result<Vec<_>>>()
+            .map(|v| (n, v)),
+    )
+}
+
+fn number(x: &str, n: usize, line: &str) -> Result<u64> {
+    x.parse()
+        .map_err(|_| anyhow::anyhow!("line {n}: '{line}': {x} {}", plausible::not_u64(x)))
 }
 
 /// Converts cyclictest's histogram output (µs buckets).
 pub(crate) fn from_histogram(text: &str) -> Result<CyclicRun> {
-    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    // (line number, bucket in µs, counts)
+    let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new();
     let (mut total, mut min, mut avg, mut max, mut over) = (None, None, None, None, None);
-    for (n, line) in text.lines().enumerate() {
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
         let line = line.trim_end();
         if line.is_empty() {
             continue;
         }
         if line.starts_with('#') {
-            total = total.or_else(|| numbers(line, "# Total:"));
-            min = min.or_else(|| numbers(line, "# Min Latencies:"));
-            avg = avg.or_else(|| numbers(line, "# Avg Latencies:"));
-            max = max.or_else(|| numbers(line, "# Max Latencies:"));
-            over = over.or_else(|| numbers(line, "# Histogram Overflows:"));
+            for (slot, prefix) in [
+                (&mut total, "# Total:"),
+                (&mut min, "# Min Latencies:"),
+                (&mut avg, "# Avg Latencies:"),
+                (&mut max, "# Max Latencies:"),
+                (&mut over, "# Histogram Overflows:"),
+            ] {
+                if slot.is_none() {
+                    if let Some(found) = numbers(line, n, prefix) {
+                        *slot = Some(found?);
+                    }
+                }
+            }
             continue;
         }
-        let mut f = line.split_whitespace().map(str::parse::<u64>);
+        let mut f = line.split_whitespace();
         let bucket = f
             .next()
-            .and_then(|r| r.ok())
-            .with_context(|| format!("line {}: '{line}' is not a histogram row", n + 1))?;
-        let counts: Vec<u64> = f
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| anyhow::anyhow!("line {}: '{line}' has a non-numeric count", n + 1))?;
-        rows.push((bucket, counts));
+            .filter(|b| {
+                b.bytes()
+                    .all(|c| c.is_ascii_digit() || c == b'-' || c == b'+')
+            })
+            .with_context(|| format!("line {n}: '{line}' is not a histogram row"))?;
+        let bucket = number(bucket, n, line)?;
+        let counts: Vec<u64> = f.map(|x| number(x, n, line)).collect::<Result<_>>()?;
+        rows.push((n, bucket, counts));
     }
-    let min =
+    let (min_line, min) =
         min.context("no '# Min Latencies:' line (is this the complete output of cyclictest -h?)")?;
-    let max = max.context("no '# Max Latencies:' line")?;
-    let avg = avg.unwrap_or_default();
+    let (max_line, max) = max.context("no '# Max Latencies:' line")?;
+    let (avg_line, avg) = avg.unwrap_or_default();
     let n_threads = min.len();
     if n_threads == 0 {
         bail!("'# Min Latencies:' lists no thread");
     }
-    let columns = rows.first().map_or(n_threads, |r| r.1.len());
+    let columns = rows.first().map_or(n_threads, |r| r.2.len());
     // With -H/--histofall there is one more column: the total over threads; it is ignored.
     if columns != n_threads && columns != n_threads + 1 {
         bail!("histogram rows have {columns} count columns for {n_threads} threads");
     }
-    if let Some((b, r)) = rows.iter().find(|r| r.1.len() != columns) {
+    if let Some((_, b, r)) = rows.iter().find(|r| r.2.len() != columns) {
         bail!(
             "histogram row {b} has {} columns, expected {columns}",
             r.len()
         );
     }
-    let over = over.unwrap_or_default();
+    for (n, bucket, counts) in &rows {
+        plausible::latency_us(&format!("line {n}: bucket"), *bucket)?;
+        for (i, c) in counts.iter().take(n_threads).enumerate() {
+            count(&format!("line {n}: bucket {bucket} of thread {i}"), *c)?;
+        }
+    }
+    let (over_line, over) = over.unwrap_or_default();
     let threads = (0..n_threads)
         .map(|i| {
             let buckets: Vec<(u64, u64)> = rows
                 .iter()
-                .filter(|r| r.1[i] > 0)
-                .map(|r| (r.0 * 1_000, r.1[i]))
+                .filter(|r| r.2[i] > 0)
+                .map(|r| (r.1 * 1_000, r.2[i]))
                 .collect();
-            let in_hist: u64 = buckets.iter().map(|b| b.1).sum();
-            let overflows = over.get(i).copied().unwrap_or(0);
-            if let Some(t) = total.as_ref().and_then(|t| t.get(i)) {
+            let in_hist = buckets
+                .iter()
+                .try_fold(0u64, |sum, b| sum.checked_add(b.1))
+                .unwrap_or(u64::MAX);
+            count(&format!("thread {i}: the histogram rows, summed,"), in_hist)?;
+            let overflows = count(
+                &format!("line {over_line}: '# Histogram Overflows:' of thread {i}"),
+                over.get(i).copied().unwrap_or(0),
+            )?;
+            if let Some((total_line, t)) = total.as_ref().and_then(|(n, t)| Some((n, t.get(i)?))) {
                 if *t != in_hist {
-                    bail!("thread {i}: '# Total:' says {t} samples but the rows sum to {in_hist}");
+                    bail!(
+                        "line {total_line}: thread {i}: '# Total:' says {t} samples but the rows \
+                         sum to {in_hist}"
+                    );
                 }
             }
+            let field = |what: &str, line: usize| {
+                format!("line {line}: '# {what} Latencies:' of thread {i}")
+            };
             Ok(CyclicThread {
                 index: i,
                 cpu: None,
-                count: in_hist + overflows,
-                min_ns: min[i] * 1_000,
-                avg_ns: avg.get(i).copied().unwrap_or(0) as f64 * 1_000.0,
-                max_ns: max.get(i).copied().unwrap_or(0) * 1_000,
+                count: count(
+                    &format!("thread {i}: the histogram and its overflows"),
+                    in_hist.saturating_add(overflows),
+                )?,
+                min_ns: plausible::latency_us(&field("Min", min_line), min[i])?,
+                avg_ns: plausible::latency_us(
+                    &field("Avg", avg_line),
+                    avg.get(i).copied().unwrap_or(0),
+                )? as f64,
+                max_ns: plausible::latency_us(
+                    &field("Max", max_line),
+                    max.get(i).copied().unwrap_or(0),
+                )?,
                 buckets,
                 overflows,
             })
@@ -359,5 +447,75 @@ mod tests {
         let v: Value =
             serde_json::from_str(&JSON.replace("\"cycles\": 300", "\"cycles\": 3")).unwrap();
         assert!(from_json(&v).unwrap_err().to_string().contains("cycles"));
+    }
+
+    /// Issue 40: `# Max Latencies: 18446744073709551615` was reported as 584 000 years with
+    /// "No problem found"; a value past u64 or negative was "no '# Max Latencies:' line".
+    #[test]
+    fn implausible_or_unparsable_histogram_values_name_their_line() {
+        let err = |text: &str| format!("{:#}", from_histogram(text).unwrap_err());
+        let max = "# Max Latencies: 04756 05574";
+        for (bad, says) in [
+            (
+                "# Max Latencies: 18446744073709551615 05574",
+                "18446744073709551615 us",
+            ),
+            (
+                "# Max Latencies: 99999999999999999999999 05574",
+                "does not fit in 64 bits",
+            ),
+            ("# Max Latencies: -1 05574", "-1 is negative"),
+            (
+                "# Max Latencies: 3600000001 05574",
+                "not a plausible latency",
+            ),
+        ] {
+            let e = err(&HIST.replace(max, bad));
+            assert!(e.contains("line 206") && e.contains(says), "{bad}: {e}");
+            assert!(!e.contains("no '# Max Latencies:' line"), "{e}");
+        }
+        // 10^15 samples in one bucket (and the total to match): no run holds that many.
+        let e = err(&HIST
+            .replace("000007 000011\t", "000007 1000000000000000\t")
+            .replace("# Total: 000000297", "# Total: 1000000000000286"));
+        assert!(
+            e.contains("line 10: bucket 7 of thread 0 = 1000000000000000 samples"),
+            "{e}"
+        );
+        let e = err(&HIST.replace("# Histogram Overflows: 00003", "# Histogram Overflows: -3"));
+        assert!(
+            e.contains("line 207") && e.contains("-3 is negative"),
+            "{e}"
+        );
+        let e = err(&HIST.replace("000007 000011", "000007 -1"));
+        assert!(e.contains("line 10") && e.contains("-1 is negative"), "{e}");
+    }
+
+    #[test]
+    fn implausible_or_unparsable_json_values_name_their_field() {
+        let err = |from: &str, to: &str| {
+            let v: Value = serde_json::from_str(&JSON.replacen(from, to, 1)).unwrap();
+            format!("{:#}", from_json(&v).unwrap_err())
+        };
+        for (to, says) in [
+            (
+                "\"max\": 18446744073709551615",
+                "\"max\" = 18446744073709551615 us",
+            ),
+            ("\"max\": 1e30", "does not fit in 64 bits"),
+            ("\"max\": -4756", "is negative"),
+        ] {
+            let e = err("\"max\": 4756", to);
+            assert!(e.contains("thread 0") && e.contains(says), "{to}: {e}");
+        }
+        let e = err("\"cycles\": 300", "\"cycles\": 1000000000000000");
+        assert!(e.contains("\"cycles\" = 1000000000000000 samples"), "{e}");
+        let e = err("\"7\": 11", "\"7\": 1000000000000000");
+        assert!(
+            e.contains("histogram count for 7 = 1000000000000000"),
+            "{e}"
+        );
+        let e = err("\"7\": 11", "\"7\": -11");
+        assert!(e.contains("histogram count for 7 = -11 is negative"), "{e}");
     }
 }

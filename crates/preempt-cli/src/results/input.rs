@@ -17,7 +17,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::error::usage;
 use crate::results::cyclictest::{self, CyclicRun};
-use crate::results::{ResultFile, RunResult, SCHEMA_VERSION};
+use crate::results::{ResultFile, RunResult, SCHEMA_VERSION, plausible};
 
 /// What a file holds.
 #[derive(Debug, Clone)]
@@ -102,6 +102,8 @@ fn parse_preempt(value: serde_json::Value, name: &str) -> Result<Loaded> {
         .and_then(serde_json::Value::as_str)
         .unwrap_or("")
         .to_string();
+    plausible::result_value(&value)
+        .with_context(|| format!("{name} is not a plausible preempt result (kind '{kind}')"))?;
     let r: ResultFile = serde_json::from_value(value)
         .with_context(|| format!("{name} is not a valid preempt result (kind '{kind}')"))?;
     Ok(Loaded::Result(Box::new(r)))
@@ -310,5 +312,53 @@ mod tests {
             load_path(Path::new("/nonexistent/x.json")).unwrap_err()
         );
         assert!(e.contains("cannot read /nonexistent/x.json"), "{e}");
+    }
+
+    /// Issue 40: a result file whose figures no run can have produced (a latency of
+    /// u64::MAX ns, 10^15 samples in a bucket of a 70 ms run, a negative or overflowing
+    /// value) is refused naming the field, for `report`, `compare` and `history import` alike.
+    #[test]
+    fn implausible_preempt_results_are_refused_naming_the_field() {
+        const MICRO: &str = include_str!("../../tests/fixtures/micro-v1.json");
+        parse_text(MICRO, "m.json").expect("the real file is accepted");
+        let err = |path: &[&str], to: serde_json::Value| {
+            let mut v: serde_json::Value = serde_json::from_str(MICRO).unwrap();
+            let mut at = &mut v;
+            for k in path {
+                at = match k.parse::<usize>() {
+                    Ok(i) => &mut at[i],
+                    Err(_) => &mut at[*k],
+                };
+            }
+            *at = to;
+            format!("{:#}", parse_text(&v.to_string(), "m.json").unwrap_err())
+        };
+        let max = ["data", "benches", "0", "ns", "summary", "max_ns"];
+        let e = err(&max, u64::MAX.into());
+        assert!(
+            e.contains("m.json is not a plausible preempt result")
+                && e.contains("data.benches[0].ns.summary.max_ns = 18446744073709551615 ns"),
+            "{e}"
+        );
+        let e = err(&max, serde_json::json!(-5));
+        assert!(e.contains("max_ns = -5 is negative"), "{e}");
+        let e = err(&max, serde_json::json!(1e25));
+        assert!(e.contains("does not fit in 64 bits"), "{e}");
+        let bucket = [
+            "data",
+            "benches",
+            "0",
+            "ns",
+            "histogram",
+            "buckets",
+            "0",
+            "count",
+        ];
+        let e = err(&bucket, 1_000_000_000_000_000u64.into());
+        assert!(
+            e.contains("data.benches[0].ns.histogram.buckets[0].count = 1000000000000000 samples")
+                && e.contains("a run of 69.5 ms"),
+            "{e}"
+        );
     }
 }

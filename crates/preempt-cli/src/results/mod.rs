@@ -33,6 +33,7 @@ pub mod input;
 pub mod latency;
 pub mod matrix;
 pub mod micro;
+pub mod plausible;
 pub mod rtio;
 pub mod uav;
 pub mod wakeup;
