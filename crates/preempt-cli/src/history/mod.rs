@@ -19,8 +19,8 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-use rusqlite::{Connection, OptionalExtension, params};
+use anyhow::Result;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use crate::results::ResultFile;
 
@@ -88,53 +88,132 @@ pub struct RunRow {
 pub struct History {
     conn: Connection,
     path: PathBuf,
+    /// Why this database cannot be written, when it opened read-only (a read-only mount,
+    /// another user's file): it is still listed and shown, and a write says why it failed.
+    read_only: Option<String>,
+    /// Whether it holds the `runs` table: an empty file that opened read-only has none, and
+    /// lists as an empty history.
+    has_runs: bool,
 }
 
 /// Schema version stored in `PRAGMA user_version`.
 pub(crate) const DB_VERSION: i64 = 1;
 
+/// The columns of the `runs` table; a table without one of them is not a preempt history.
+const RUNS_COLUMNS: [&str; 13] = [
+    "id",
+    "recorded_unix_ms",
+    "started_unix_ms",
+    "kind",
+    "hostname",
+    "kernel_release",
+    "preempt_model",
+    "machine",
+    "cpu_model",
+    "headline",
+    "source",
+    "sysinfo",
+    "result",
+];
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        recorded_unix_ms INTEGER NOT NULL,
+        started_unix_ms INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        hostname TEXT NOT NULL,
+        kernel_release TEXT NOT NULL,
+        preempt_model TEXT NOT NULL,
+        machine TEXT NOT NULL,
+        cpu_model TEXT NOT NULL,
+        headline TEXT NOT NULL,
+        source TEXT,
+        sysinfo TEXT NOT NULL,
+        result TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS runs_started ON runs(started_unix_ms);
+    PRAGMA user_version = 1;";
+
 impl History {
-    /// Opens (creating if needed) the database at `path`.
+    /// Opens the database at `path`, creating it (and its directory) if needed. A database
+    /// this user may read but not write (a read-only mount, another user's file, a read-only
+    /// directory) opens read-only: it lists and shows, and a write fails with
+    /// "history is read-only". A file that is not a preempt history (not a database, another
+    /// program's, a version-1 file without its `runs` table) is refused as such.
+    ///
+    /// # Errors
+    /// The file cannot be opened or read, or is not a preempt history (as above), or is of a
+    /// newer version.
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                read_only_error(
+                    path,
+                    &format!("cannot create its directory {}: {e}", dir.display()),
+                )
+            })?;
         }
-        let conn = Connection::open(path)
-            .with_context(|| format!("cannot open history database {}", path.display()))?;
+        let (conn, mut read_only) = open_connection(path)?;
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .with_context(|| corrupt(path))?;
+            .map_err(|e| db_error(path, None, &e))?;
+        let tables: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table' \
+                 AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            )
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| db_error(path, None, &e))?;
+        let has_runs = tables.iter().any(|t| t == "runs");
+        let others = || tables.join(", ");
+        if !has_runs && (version >= DB_VERSION || !tables.is_empty()) {
+            let why = if tables.is_empty() {
+                format!("user_version {version} but no tables")
+            } else {
+                format!(
+                    "user_version {version}, tables {} but no runs table",
+                    others()
+                )
+            };
+            return Err(not_a_history(path, &why));
+        }
         if version > DB_VERSION {
             anyhow::bail!(
                 "history database {} has version {version}; this preempt knows version {DB_VERSION} (use a newer preempt or another --history-db)",
                 path.display()
             );
         }
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS runs (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                recorded_unix_ms INTEGER NOT NULL,
-                started_unix_ms INTEGER NOT NULL,
-                kind TEXT NOT NULL,
-                hostname TEXT NOT NULL,
-                kernel_release TEXT NOT NULL,
-                preempt_model TEXT NOT NULL,
-                machine TEXT NOT NULL,
-                cpu_model TEXT NOT NULL,
-                headline TEXT NOT NULL,
-                source TEXT,
-                sysinfo TEXT NOT NULL,
-                result TEXT NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS runs_started ON runs(started_unix_ms);
-            PRAGMA user_version = 1;",
-        )
-        .with_context(|| corrupt(path))?;
-        Ok(Self {
+        if has_runs {
+            let columns: Vec<String> = conn
+                .prepare("SELECT name FROM pragma_table_info('runs')")
+                .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+                .map_err(|e| db_error(path, None, &e))?;
+            if let Some(c) = RUNS_COLUMNS
+                .iter()
+                .find(|c| !columns.iter().any(|n| n == *c))
+            {
+                return Err(not_a_history(
+                    path,
+                    &format!("its runs table has no column {c}"),
+                ));
+            }
+        }
+        let mut db = Self {
             conn,
             path: path.to_path_buf(),
-        })
+            read_only: read_only.take(),
+            has_runs,
+        };
+        // The schema is written once, by the first writer; a read-only database that has it
+        // is never written to just to be opened.
+        if version < DB_VERSION && db.read_only.is_none() {
+            match db.conn.execute_batch(SCHEMA) {
+                Ok(()) => db.has_runs = true,
+                Err(e) if is_read_only(&e) => db.read_only = Some(e.to_string()),
+                Err(e) => return Err(db_error(path, None, &e)),
+            }
+        }
+        Ok(db)
     }
 
     /// The database file.
@@ -145,6 +224,9 @@ impl History {
     /// Stores a run; returns its id. The same result stored twice (same start, kind, host
     /// and content, e.g. one file imported twice) is refused with the id it already has.
     pub fn record(&self, r: &ResultFile, source: Option<&Path>) -> Result<i64> {
+        if !self.has_runs {
+            return Err(self.read_only_now("no runs table to write to"));
+        }
         let s = &r.sysinfo;
         let json = serde_json::to_string_pretty(r)?;
         let existing: Option<i64> = self
@@ -161,7 +243,7 @@ impl History {
                 |row| row.get(0),
             )
             .optional()
-            .with_context(|| corrupt(&self.path))?;
+            .map_err(|e| self.error(&e))?;
         if let Some(id) = existing {
             anyhow::bail!(
                 "this run is already in history database {} as run #{id}; not recorded twice \
@@ -189,7 +271,7 @@ impl History {
                     json,
                 ],
             )
-            .with_context(|| format!("cannot write to history database {}", self.path.display()))?;
+            .map_err(|e| self.error(&e))?;
         Ok(self.conn.last_insert_rowid())
     }
 
@@ -203,7 +285,7 @@ impl History {
                 "UPDATE runs SET headline = ?1, result = ?2 WHERE id = ?3",
                 params![headline(r), serde_json::to_string_pretty(r)?, id],
             )
-            .with_context(|| format!("cannot write to history database {}", self.path.display()))?;
+            .map_err(|e| self.error(&e))?;
         anyhow::ensure!(
             changed == 1,
             "no run #{id} in history database {} to update",
@@ -214,6 +296,9 @@ impl History {
 
     /// The latest `limit` runs, newest first, optionally of one kind.
     pub fn list(&self, limit: usize, kind: Option<&str>) -> Result<Vec<RunRow>> {
+        if !self.has_runs {
+            return Ok(Vec::new());
+        }
         let mut stmt = self.conn.prepare(
             "SELECT id, started_unix_ms, kind, hostname, kernel_release, preempt_model, headline, source
              FROM runs WHERE (?1 IS NULL OR kind = ?1) ORDER BY id DESC LIMIT ?2",
@@ -233,39 +318,165 @@ impl History {
                 })
             },
         )?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(|e| self.error(&e))
     }
 
     /// The stored JSON of run `id`, or an error naming the id and the database.
     pub fn result_json(&self, id: i64) -> Result<String> {
-        self.conn
-            .query_row("SELECT result FROM runs WHERE id = ?1", params![id], |r| {
-                r.get(0)
-            })
-            .optional()?
-            .ok_or_else(|| {
-                crate::error::usage(format!(
-                    "no run #{id} in history database {} (see preempt history)",
-                    self.path.display()
-                ))
-            })
+        let found = if self.has_runs {
+            self.conn
+                .query_row("SELECT result FROM runs WHERE id = ?1", params![id], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(|e| self.error(&e))?
+        } else {
+            None
+        };
+        found.ok_or_else(|| {
+            crate::error::usage(format!(
+                "no run #{id} in history database {} (see preempt history)",
+                self.path.display()
+            ))
+        })
     }
 
     /// Deletes run `id`; false when it did not exist.
     pub fn delete(&self, id: i64) -> Result<bool> {
+        if !self.has_runs {
+            return Err(self.read_only_now("no runs table to delete from"));
+        }
         Ok(self
             .conn
-            .execute("DELETE FROM runs WHERE id = ?1", params![id])?
+            .execute("DELETE FROM runs WHERE id = ?1", params![id])
+            .map_err(|e| self.error(&e))?
             > 0)
+    }
+
+    /// The error of a failed statement on this database ([`db_error`]).
+    fn error(&self, e: &rusqlite::Error) -> anyhow::Error {
+        db_error(&self.path, self.read_only.as_deref(), e)
+    }
+
+    /// The read-only error of a write this database cannot take, without trying it.
+    fn read_only_now(&self, what: &str) -> anyhow::Error {
+        let why = self
+            .read_only
+            .as_deref()
+            .unwrap_or("attempt to write a readonly database");
+        read_only_error(&self.path, &format!("{why} ({what})"))
     }
 }
 
-/// The error of a database that cannot be read or initialised, with the way out.
-fn corrupt(path: &Path) -> String {
-    format!(
-        "history database {} is unreadable or not a preempt history (corrupt?): move it aside \
-         (mv {} {}.bad; a new one is created on the next run), point --history-db at another \
-         file, or pass --no-history",
+/// Opens `path` read-write (creating it), else, when that is refused for want of permission
+/// or on a read-only file system, read-only; returns the connection and, when it is
+/// read-only, why.
+///
+/// SQLite's own unix VFS already falls back to a read-only file descriptor when the file
+/// cannot be opened for writing (`unixOpen`), and says so only through
+/// `sqlite3_db_readonly`; the explicit second open covers what it does not (a file it refused
+/// outright that still opens with `SQLITE_OPEN_READONLY`).
+fn open_connection(path: &Path) -> Result<(Connection, Option<String>)> {
+    let rw = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    match Connection::open_with_flags(path, rw) {
+        Ok(conn) => {
+            let ro = conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false);
+            Ok((conn, ro.then(|| os_reason(path))))
+        }
+        Err(e) if path.exists() && is_read_only(&e) => {
+            let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = Connection::open_with_flags(path, ro).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot open history database {}: {e}{}; run as a user who may read it, \
+                     point --history-db at another file, or pass --no-history",
+                    path.display(),
+                    io_detail(std::fs::File::open(path).err())
+                )
+            })?;
+            Ok((conn, Some(format!("{e}{}", io_detail(write_error(path))))))
+        }
+        Err(e) if !path.exists() && is_read_only(&e) => {
+            Err(read_only_error(path, &format!("cannot create it: {e}")))
+        }
+        Err(e) => Err(db_error(path, None, &e)),
+    }
+}
+
+/// Why `path` opened read-only, as SQLite says it and with the system's own reason.
+fn os_reason(path: &Path) -> String {
+    format!("it opens read-only{}", io_detail(write_error(path)))
+}
+
+/// The error of opening `path` for writing (without creating or changing it), if any.
+fn write_error(path: &Path) -> Option<std::io::Error> {
+    std::fs::OpenOptions::new().write(true).open(path).err()
+}
+
+/// ` (the system's reason)`, or nothing.
+fn io_detail(e: Option<std::io::Error>) -> String {
+    e.map(|e| format!(" ({e})")).unwrap_or_default()
+}
+
+/// Whether `e` is SQLite refusing a write (or a write's journal) for want of permission, a
+/// read-only file system or a read-only directory, rather than a broken database.
+fn is_read_only(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{CannotOpen, PermissionDenied, ReadOnly};
+    matches!(
+        e.sqlite_error_code(),
+        Some(ReadOnly | CannotOpen | PermissionDenied)
+    )
+}
+
+/// The error of a statement on the database at `path` that failed with `e`: "read-only" (with
+/// SQLite's reason, and why the database opened read-only when it did), "not a preempt
+/// history" for a file that is not a database or is damaged, else SQLite's error.
+fn db_error(path: &Path, read_only: Option<&str>, e: &rusqlite::Error) -> anyhow::Error {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    match e.sqlite_error_code() {
+        Some(NotADatabase | DatabaseCorrupt) => not_a_history(path, &e.to_string()),
+        _ if is_read_only(e) => {
+            let directory = matches!(
+                e.sqlite_error(),
+                Some(f) if f.extended_code == rusqlite::ffi::SQLITE_READONLY_DIRECTORY
+            );
+            let mut why = e.to_string();
+            if directory {
+                why.push_str(" (its directory is not writable: SQLite writes its journal there)");
+            }
+            if let Some(ro) = read_only {
+                why = format!("{why}: {ro}");
+            }
+            read_only_error(path, &why)
+        }
+        _ => anyhow::anyhow!("history database {}: {e}", path.display()),
+    }
+}
+
+/// "history is read-only: PATH: WHY", with the ways to record runs again.
+fn read_only_error(path: &Path, why: &str) -> anyhow::Error {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    anyhow::anyhow!(
+        "history is read-only: {}: {why}; to record runs, make the file and {} writable by \
+         this user (chmod/chown, or remount read-write), point --history-db or \
+         $PREEMPT_HISTORY at a writable file, or pass --no-history",
+        path.display(),
+        dir.display()
+    )
+}
+
+/// The error of a file that is not a preempt history (`why`), with the way out.
+fn not_a_history(path: &Path, why: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "history database {} is not a preempt history ({why}): it is corrupt or another \
+         program's file; move it aside (mv {} {}.bad; a new one is created on the next run), \
+         point --history-db at another file, or pass --no-history",
         path.display(),
         path.display(),
         path.display()
@@ -425,10 +636,10 @@ mod tests {
         let p = dir.path().join("h.sqlite");
         Connection::open(&p)
             .unwrap()
-            .execute_batch("PRAGMA user_version = 99;")
+            .execute_batch(&SCHEMA.replace("user_version = 1", "user_version = 99"))
             .unwrap();
         let err = History::open(&p).unwrap_err().to_string();
-        assert!(err.contains("version 99"), "{err}");
+        assert!(err.contains("has version 99"), "{err}");
     }
 
     #[test]
@@ -437,6 +648,68 @@ mod tests {
         let p = dir.path().join("h.sqlite");
         std::fs::write(&p, b"this is not sqlite, not even close........................................................").unwrap();
         let err = format!("{:#}", History::open(&p).unwrap_err());
-        assert!(err.contains("h.sqlite"), "{err}");
+        assert!(
+            err.contains("h.sqlite is not a preempt history (file is not a database)")
+                && err.contains("corrupt")
+                && err.contains("move it aside"),
+            "{err}"
+        );
+    }
+
+    /// Issue 40: "corrupt" is said of a file that is not a preempt history, checked: a
+    /// version-1 file without its `runs` table, another program's database, a `runs` table
+    /// that is not ours; and of nothing else.
+    #[test]
+    fn only_a_file_that_is_not_a_preempt_history_is_called_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, (sql, why)) in [
+            ("PRAGMA user_version = 1;", "user_version 1 but no tables"),
+            (
+                "CREATE TABLE cookies (name TEXT);",
+                "user_version 0, tables cookies but no runs table",
+            ),
+            (
+                "CREATE TABLE runs (id INTEGER, name TEXT); PRAGMA user_version = 1;",
+                "its runs table has no column recorded_unix_ms",
+            ),
+            (
+                "CREATE TABLE moz_places (url TEXT); PRAGMA user_version = 53;",
+                "user_version 53, tables moz_places but no runs table",
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let p = dir.path().join(format!("h{i}.sqlite"));
+            Connection::open(&p).unwrap().execute_batch(sql).unwrap();
+            let err = format!("{:#}", History::open(&p).unwrap_err());
+            assert!(
+                err.contains(&format!("is not a preempt history ({why})"))
+                    && err.contains("corrupt"),
+                "{sql}: {err}"
+            );
+        }
+        // An empty file, and a history whose version was never written, are histories.
+        let empty = dir.path().join("empty.sqlite");
+        std::fs::write(&empty, b"").unwrap();
+        assert!(
+            History::open(&empty)
+                .unwrap()
+                .list(1, None)
+                .unwrap()
+                .is_empty()
+        );
+        let v0 = dir.path().join("v0.sqlite");
+        let schema_only = SCHEMA.replace("PRAGMA user_version = 1;", "");
+        Connection::open(&v0)
+            .unwrap()
+            .execute_batch(&schema_only)
+            .unwrap();
+        History::open(&v0).unwrap();
+        let version: i64 = Connection::open(&v0)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, DB_VERSION);
     }
 }
