@@ -27,8 +27,6 @@
 use anyhow::{Result, bail};
 use serde_json::Value;
 
-use super::columns::SUMMARY_COLUMNS;
-
 /// Largest latency an import accepts: one hour, in ns. cyclictest's and preempt's worst cases
 /// on a loaded non-RT kernel are tens of milliseconds; a wake-up an hour late means the
 /// machine hung (or the file is not a measurement), and a figure that large would swamp every
@@ -141,9 +139,11 @@ pub(crate) fn json_u64(x: &Value, field: &str) -> Result<u64> {
 /// latencies against [`MAX_LATENCY_NS`], its counts against what the run's `elapsed_ns` holds
 /// at [`MIN_SAMPLE_SPACING_NS`] ([`MAX_RUN_NS`] when the file says 0).
 ///
-/// A summary is an object with `count`, `min_ns`, `max_ns` and `p50_ns`; a histogram an
-/// object with a `buckets` array of `lower_ns`/`count`; a distribution's `worst` an array of
-/// `value_ns`. Other fields (`elapsed_ns`, `interval_ns`, `sum_ns`) are not latencies.
+/// A summary is an object with `count`, `min_ns`, `max_ns` and `p50_ns` (a demo's
+/// `TimeSummary`: `count`, `min`, `max`, `p50`, in ns); a histogram an object with a `buckets`
+/// array of `lower_ns`/`count`; a distribution's `worst` an array of `value_ns`; an
+/// rtio-bench cell has `latency_*_ns` and `samples_processed` within its `duration_ns`. Other
+/// fields (`elapsed_ns`, `interval_ns`, `sum_ns`) are not latencies.
 ///
 /// # Errors
 /// The first implausible value, with its path (`data.threads[0].latency.summary.max_ns`).
@@ -166,28 +166,50 @@ fn walk(v: &Value, path: &str, run_ns: Option<u64>) -> Result<()> {
     let latency = |x: &Value, field: &str| json_u64(x, field).and_then(|ns| latency_ns(field, ns));
     match v {
         Value::Object(o) => {
-            if ["count", "min_ns", "max_ns", "p50_ns"]
-                .iter()
-                .all(|k| o.contains_key(*k))
-            {
+            // A `Summary` (`min_ns`, ...) or a demo's `TimeSummary` (`min`, ..., in ns).
+            for unit in ["_ns", ""] {
+                let key = |k: &str| format!("{k}{unit}");
+                if !(o.contains_key("count")
+                    && ["min", "max", "p50"]
+                        .iter()
+                        .all(|k| o.contains_key(&key(k))))
+                {
+                    continue;
+                }
                 count(&o["count"], &format!("{path}.count"))?;
-                // The summary's integer latencies: its CSV columns in ns, `mean_ns` aside.
-                let ns = SUMMARY_COLUMNS
-                    .iter()
-                    .filter(|c| c.ends_with("_ns") && **c != "mean_ns");
-                for k in ns {
-                    if let Some(x) = o.get(*k) {
-                        latency(x, &format!("{path}.{k}"))?;
+                for k in ["min", "p50", "p90", "p99", "p99_9", "p99_99", "max"] {
+                    if let Some(x) = o.get(&key(k)) {
+                        latency(x, &format!("{path}.{}", key(k)))?;
                     }
                 }
-                if let Some(mean) = o.get("mean_ns").and_then(Value::as_f64) {
+                if let Some(mean) = o.get(&key("mean")).and_then(Value::as_f64) {
                     if !(0.0..=MAX_LATENCY_NS as f64).contains(&mean) {
                         bail!(
-                            "{path}.mean_ns = {mean} is not a plausible latency (negative or \
-                             above one hour)"
+                            "{path}.{} = {mean} is not a plausible latency (negative or above \
+                             one hour)",
+                            key("mean")
                         );
                     }
                 }
+            }
+            // rtio-bench cells: `latency_p50_ns`, ..., and samples within `duration_ns`.
+            for (k, x) in o {
+                if k.starts_with("latency_") && k.ends_with("_ns") && x.is_number() {
+                    latency(x, &format!("{path}.{k}"))?;
+                }
+            }
+            if let Some(n) = o.get("samples_processed") {
+                let field = format!("{path}.samples_processed");
+                let cell_ns = o
+                    .get("duration_ns")
+                    .and_then(Value::as_u64)
+                    .filter(|ns| *ns > 0);
+                samples(
+                    &field,
+                    json_u64(n, &field)?,
+                    cell_ns.or(run_ns),
+                    MIN_SAMPLE_SPACING_NS,
+                )?;
             }
             if let Some(buckets) = o.get("buckets").and_then(Value::as_array) {
                 let mut sum = 0u64;
@@ -286,5 +308,58 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("up to a year"), "{e}");
+    }
+
+    /// Every shape of distribution a result kind writes is bounded: preempt's `Summary`, the
+    /// demos' `TimeSummary`, rtio-bench's flat cell figures and histogram buckets.
+    #[test]
+    fn every_summary_shape_of_a_result_is_checked() {
+        let file =
+            |data: Value| serde_json::json!({ "elapsed_ns": 1_000_000_000u64, "data": data });
+        let ok = serde_json::json!({
+            "a": { "count": 10, "min_ns": 1, "p50_ns": 2, "max_ns": 3, "mean_ns": 2.0 },
+            "b": { "count": 10, "min": 1, "p50": 2, "max": 3, "mean": 2 },
+            "c": [{ "latency_p99_ns": 5, "samples_processed": 10, "duration_ns": 100 }],
+            "d": { "buckets": [{ "lower_ns": 1, "upper_ns": 1, "count": 10 }] },
+        });
+        result_value(&file(ok.clone())).unwrap();
+        for (at, to, says) in [
+            (
+                "/a/max_ns",
+                serde_json::json!(u64::MAX),
+                "data.a.max_ns = 18446744073709551615 ns",
+            ),
+            ("/a/mean_ns", serde_json::json!(-1.0), "data.a.mean_ns = -1"),
+            (
+                "/b/max",
+                serde_json::json!(MAX_LATENCY_NS + 1),
+                "data.b.max = 3600000000001 ns",
+            ),
+            (
+                "/b/count",
+                serde_json::json!(2_000_000_000u64),
+                "data.b.count = 2000000000 samples",
+            ),
+            (
+                "/c/0/latency_p99_ns",
+                serde_json::json!(-5),
+                "data.c[0].latency_p99_ns = -5 is negative",
+            ),
+            (
+                "/c/0/samples_processed",
+                serde_json::json!(102),
+                "data.c[0].samples_processed = 102",
+            ),
+            (
+                "/d/buckets/0/count",
+                serde_json::json!(1e16),
+                "data.d.buckets[0].count = 10000000000000000",
+            ),
+        ] {
+            let mut v = ok.clone();
+            *v.pointer_mut(at).unwrap() = to;
+            let e = format!("{:#}", result_value(&file(v)).unwrap_err());
+            assert!(e.contains(says), "{at}: {e}");
+        }
     }
 }
