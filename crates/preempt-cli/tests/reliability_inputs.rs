@@ -74,6 +74,37 @@ fn an_endless_text_input_is_refused_at_the_size_limit() {
     assert!(sent < (256 << 20) + (16 << 20), "{sent} bytes were read");
 }
 
+/// Issue 40, item 5: a 1 GB input was read up to the 256 MiB limit (2 s, 269 MB) although
+/// its size is known before reading; it is now refused without reading it.
+#[test]
+fn a_file_larger_than_the_limit_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    let f = std::fs::File::create(&big).unwrap();
+    // Text for the first 4 KiB (the NUL check passes), then a sparse 1 GiB.
+    (&f).write_all(&[b' '; 8192]).unwrap();
+    f.set_len(1 << 30).unwrap();
+    let b = big.to_str().unwrap();
+    let refused = format!(
+        "{b} is larger than 256 MiB, the most preempt reads from one file (1024 MiB; refused \
+         without reading it)"
+    );
+    let runs: [&[&str]; 3] = [
+        &["report", b, "-o"],
+        &["compare", b, b],
+        &["history", "import", b],
+    ];
+    for args in runs {
+        let mut c = support::preempt_in(dir.path());
+        c.args(args);
+        if args[0] == "report" {
+            c.arg(dir.path().join("report"));
+        }
+        let o = c.output().unwrap();
+        support::exits(&o, 1, &[&refused]);
+    }
+}
+
 #[test]
 fn monitor_refuses_a_zero_or_wrapping_window_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();

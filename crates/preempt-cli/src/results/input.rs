@@ -126,8 +126,9 @@ pub(crate) const MAX_RESULT_BYTES: u64 = 256 << 20;
 pub(crate) const MAX_TRACE_CSV_BYTES: u64 = 2 << 30;
 
 /// Reads at most `limit` bytes of the text file `path` (a file, a pipe, a device): more is
-/// refused, naming the file and the limit, after reading no more than `limit + 1` bytes; a
-/// NUL byte in the first 4 KiB (binary data, `/dev/zero`) is refused at once.
+/// refused, naming the file and the limit, after reading no more than `limit + 1` bytes (a
+/// regular file larger than `limit` without reading any); a NUL byte in the first 4 KiB
+/// (binary data, `/dev/zero`) is refused at once.
 ///
 /// # Errors
 /// The file cannot be read, is not text, or holds more than `limit` bytes.
@@ -135,6 +136,22 @@ pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>> {
     use std::io::Read;
     let read_err = || format!("cannot read {}", path.display());
     let file = open_input(path)?;
+    // A regular file says its size: one past the limit is refused before a byte is read
+    // (a 1 GB file was read up to the limit, 2 s and 269 MB, to be refused the same).
+    let size = file
+        .metadata()
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len());
+    if let Some(size) = size.filter(|s| *s > limit) {
+        bail!(
+            "{} is larger than {} MiB, the most preempt reads from one file ({} MiB; refused \
+             without reading it): it is not a file preempt wrote; give the result file itself",
+            path.display(),
+            limit >> 20,
+            size >> 20
+        );
+    }
     let mut reader = file.take(limit.saturating_add(1));
     let mut bytes = Vec::new();
     (&mut reader)
