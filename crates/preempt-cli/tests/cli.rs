@@ -360,6 +360,20 @@ fn latency_bad_input_is_one_line_naming_the_flag() {
     );
 }
 
+/// Issue 40, item 5: `--explain=0` silently meant "above p99.9", and `--trace-out` without
+/// `--explain` said "the following required arguments were not provided:" with an empty list.
+#[test]
+fn explain_zero_and_trace_out_without_explain_are_refused_naming_the_flag() {
+    assert_usage_error(
+        &["latency", "--explain=0", "--loops", "10"],
+        "--explain=0 would explain every sample: give the threshold in us (at least 1",
+    );
+    assert_usage_error(
+        &["latency", "--trace-out", "t.json", "--loops", "10"],
+        "--trace-out writes the windows --explain explains: add --explain",
+    );
+}
+
 #[test]
 fn unprivileged_real_time_is_a_privilege_error() {
     use std::os::unix::process::CommandExt;

@@ -150,7 +150,7 @@ fn latency_args(
         trace_samples: Some(trace),
         break_at: None,
         // Bare `--explain`: the samples above each thread's p99.9.
-        explain: explain.then_some(0),
+        explain: explain.then_some(None),
         trace_out: None,
         stress: StressArgs {
             stress,

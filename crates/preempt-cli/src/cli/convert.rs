@@ -95,6 +95,19 @@ impl LatencyConfig {
                 return Err(usage("--break-at must be at least 1 us"));
             }
         }
+        if a.explain == Some(Some(0)) {
+            return Err(usage(
+                "--explain=0 would explain every sample: give the threshold in us (at least 1, \
+                 e.g. --explain=100), or a bare --explain for the samples above each thread's \
+                 p99.9",
+            ));
+        }
+        if a.trace_out.is_some() && a.explain.is_none() {
+            return Err(usage(
+                "--trace-out writes the windows --explain explains: add --explain (or \
+                 --explain=US), or drop --trace-out",
+            ));
+        }
         if a.explain.is_some() && a.policy == PolicyArg::Deadline {
             return Err(usage(
                 "--explain needs pinned threads, and SCHED_DEADLINE threads cannot be pinned \
@@ -128,7 +141,7 @@ impl LatencyConfig {
                 .explain
                 .map(|us| -> Result<_> {
                     Ok(crate::config::ExplainConfig {
-                        threshold_ns: (us > 0).then(|| us_to_ns(us, "--explain")).transpose()?,
+                        threshold_ns: us.map(|us| us_to_ns(us, "--explain")).transpose()?,
                         trace_out: a.trace_out.clone(),
                     })
                 })

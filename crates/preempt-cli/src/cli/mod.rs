@@ -297,14 +297,14 @@ pub struct LatencyArgs {
     /// (read the cause with trace-cmd / cat trace), write results, exit.
     #[arg(short, long, value_name = "US")]
     pub break_at: Option<u64>,
-    /// Explain the outliers from the kernel trace: each sample at or above US (bare
-    /// `--explain`: above the thread's p99.9) gets its delay split into causes (irq, softirq,
-    /// thread, wakeup, idle_exit, timer, lost, invisible). Needs root (tracefs).
-    #[arg(long, value_name = "US", num_args = 0..=1, require_equals = true, default_missing_value = "0")]
-    pub explain: Option<u64>,
+    /// Explain the outliers from the kernel trace: each sample at or above US (at least 1;
+    /// bare `--explain`: above each thread's p99.9) gets its delay split into causes (irq,
+    /// softirq, thread, wakeup, idle_exit, timer, lost, invisible). Needs root (tracefs).
+    #[arg(long, value_name = "US", num_args = 0..=1, require_equals = true)]
+    pub explain: Option<Option<u64>>,
     /// With --explain: write the explained windows as a Chrome/Perfetto JSON trace
     /// (open it in ui.perfetto.dev).
-    #[arg(long, value_name = "FILE", requires = "explain")]
+    #[arg(long, value_name = "FILE")]
     pub trace_out: Option<PathBuf>,
     /// Load.
     #[command(flatten)]
