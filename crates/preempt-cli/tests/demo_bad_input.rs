@@ -139,6 +139,17 @@ fn bad_values_are_usage_errors_naming_the_flag_and_the_accepted_forms() {
             &["--steps", "pan=1"],
             &["--steps: 'pan=1' is not AXIS=RAD@TIME (e.g. pan=0.5@0.2s"],
         ),
+        // Issue 40: these ran with exit 0.
+        (
+            "gimbal",
+            &["--steps", ",,"],
+            &["--steps ',,': an empty step (a stray comma?)"],
+        ),
+        (
+            "gimbal",
+            &["--steps", "pan=0.5@0.2s,pan=0.5@0.2s"],
+            &["both set pan at 0.2 s; keep one"],
+        ),
     ] {
         let o = demo(&[], name, args, &out);
         let e = fails(&o, 2, needles);

@@ -204,8 +204,15 @@ impl FromStr for Steps {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Steps, String> {
-        let mut steps = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let mut steps: Vec<Step> = Vec::new();
+        let mut parts: Vec<&str> = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            if part.is_empty() {
+                return Err(format!(
+                    "--steps '{s}': an empty step (a stray comma?); give AXIS=RAD@TIME steps \
+                     separated by single commas (e.g. pan=0.5@0.2s,tilt=-0.3@1s)"
+                ));
+            }
             let bad = || {
                 format!(
                     "--steps: '{part}' is not AXIS=RAD@TIME (e.g. pan=0.5@0.2s, tilt=-0.3@1000ms)"
@@ -237,10 +244,24 @@ impl FromStr for Steps {
                     "--steps: '{part}': the time must be 0 ≤ t < 86400 s"
                 ));
             }
+            let at_sample = (seconds / SAMPLE_S).round() as u64;
+            // Two steps of one axis at one instant: only one could be taken, silently.
+            if let Some(i) = steps
+                .iter()
+                .position(|o| o.axis == axis && o.at_sample == at_sample)
+            {
+                return Err(format!(
+                    "--steps: '{}' and '{part}' both set {} at {} s; keep one",
+                    parts[i],
+                    AXES[axis],
+                    at_sample as f64 * SAMPLE_S
+                ));
+            }
+            parts.push(part);
             steps.push(Step {
                 axis,
                 rad,
-                at_sample: (seconds / SAMPLE_S).round() as u64,
+                at_sample,
             });
         }
         Ok(Steps(steps))
@@ -318,5 +339,30 @@ mod tests {
         for bad in ["pan=x@1s", "pan=0.5", "pan=9@1s", "pan=0.1@-1s"] {
             assert!(bad.parse::<Steps>().is_err(), "{bad}");
         }
+    }
+
+    /// Issue 40, item 5: `--steps ,,` and a duplicate step ran with exit 0.
+    #[test]
+    fn empty_and_duplicate_steps_are_refused() {
+        for bad in [",,", "", "pan=0.5@1s,", "pan=0.5@1s,,tilt=0.1@2s"] {
+            let e = bad.parse::<Steps>().unwrap_err();
+            assert!(e.contains("an empty step (a stray comma?)"), "{bad}: {e}");
+        }
+        let e = "pan=0.5@1s,tilt=0.1@1s,pan=0.3@1000ms"
+            .parse::<Steps>()
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "--steps: 'pan=0.5@1s' and 'pan=0.3@1000ms' both set pan at 1 s; keep one"
+        );
+        // One axis at two times, or two axes at one time, are distinct steps.
+        assert_eq!(
+            "pan=0.5@1s,pan=0.3@2s,tilt=0.1@1s"
+                .parse::<Steps>()
+                .unwrap()
+                .0
+                .len(),
+            3
+        );
     }
 }
