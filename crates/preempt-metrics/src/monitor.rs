@@ -257,6 +257,10 @@ struct CpuState {
     deadline_misses: AtomicU64,
     last_wake_ns: AtomicU64,
     running: AtomicBool,
+    /// Set when the measuring thread has returned (stopped, or its sleep failed); `running`
+    /// is also false before the thread first runs, which may be long when a higher-priority
+    /// task holds its CPU.
+    ended: AtomicBool,
 }
 
 /// Steal-time bookkeeping of the housekeeping thread.
@@ -358,6 +362,7 @@ impl Monitor {
                 deadline_misses: AtomicU64::new(0),
                 last_wake_ns: AtomicU64::new(0),
                 running: AtomicBool::new(false),
+                ended: AtomicBool::new(false),
             })
             .collect();
         let shared = Arc::new(Shared {
@@ -401,6 +406,7 @@ impl Monitor {
                         g.unwrap_or(0)
                     };
                     if !ok || start == 0 {
+                        st.ended.store(true, Release);
                         return Ok(());
                     }
                     shared.start_ns.store(start, Release);
@@ -408,6 +414,7 @@ impl Monitor {
                     st.running.store(true, Release);
                     let r = measure(st, start, &shared.cfg, &shared.stop);
                     st.running.store(false, Release);
+                    st.ended.store(true, Release);
                     r
                 });
             match spawned {
@@ -468,9 +475,11 @@ impl Monitor {
         report(&self.shared, monotonic_now_ns())
     }
 
-    /// Whether every measuring thread is still running (false after a failed sleep or stop).
+    /// Whether no measuring thread has ended (false after a failed sleep or stop). A thread
+    /// that has not run yet, its CPU held by a higher-priority task, has not ended: it counted
+    /// as stopped, and `preempt monitor` ended at once with nothing measured.
     pub fn running(&self) -> bool {
-        self.shared.cpus.iter().all(|c| c.running.load(Acquire))
+        !self.shared.cpus.iter().any(|c| c.ended.load(Acquire))
     }
 
     /// Stops the measuring and housekeeping threads and returns the final figures.
