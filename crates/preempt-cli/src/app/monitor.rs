@@ -133,6 +133,10 @@ pub(crate) fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
     file.started_unix_ms = started;
     file.elapsed_ns = monotonic_now_ns() - t0;
     file.interrupted = interrupted;
+    file.interrupted_by = interrupted
+        .then(measure::stop_signal_name)
+        .flatten()
+        .map(String::from);
     sink.write(&file)?;
     crate::history::record_quietly(&a.history.config(), &file, a.export_json.as_deref());
     if a.json {
@@ -150,6 +154,27 @@ pub(crate) fn run(a: &MonitorArgs, argv: Vec<String>) -> Result<u8> {
                 t.latency.summary.max_ns
             );
         }
+    }
+    // Never end with nothing measured and nothing said (issue 40: three runs exited 0 with 0
+    // samples while a SCHED_FIFO 50 loop held the CPU).
+    let idle: Vec<String> = result
+        .threads
+        .iter()
+        .filter(|t| t.samples == 0)
+        .map(|t| t.cpu.map_or("?".into(), |c| c.to_string()))
+        .collect();
+    if !idle.is_empty() {
+        let what = format!(
+            "no sample was measured on CPU(s) {} in {:.1} s: the measuring thread never ran \
+             (a task of higher real-time priority holds the CPU, or RT throttling); pick other \
+             --cpus or a higher --priority (now {priority}), and see preempt check",
+            idle.join(","),
+            file.elapsed_ns as f64 / 1e9
+        );
+        if !interrupted {
+            anyhow::bail!(what);
+        }
+        eprintln!("preempt: {what}");
     }
     Ok(if interrupted {
         measure::interrupted_exit_code()
