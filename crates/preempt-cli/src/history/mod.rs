@@ -147,13 +147,16 @@ impl History {
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
-                read_only_error(
-                    path,
-                    &format!("cannot create its directory {}: {e}", dir.display()),
-                )
+                use std::io::ErrorKind::{PermissionDenied, ReadOnlyFilesystem};
+                let why = format!("cannot create its directory {}: {e}", dir.display());
+                if matches!(e.kind(), PermissionDenied | ReadOnlyFilesystem) {
+                    read_only_error(path, &why)
+                } else {
+                    anyhow::anyhow!("history database {}: {why}", path.display())
+                }
             })?;
         }
-        let (conn, mut read_only) = open_connection(path)?;
+        let (conn, read_only) = open_connection(path)?;
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| db_error(path, None, &e))?;
@@ -165,14 +168,13 @@ impl History {
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(|e| db_error(path, None, &e))?;
         let has_runs = tables.iter().any(|t| t == "runs");
-        let others = || tables.join(", ");
         if !has_runs && (version >= DB_VERSION || !tables.is_empty()) {
             let why = if tables.is_empty() {
                 format!("user_version {version} but no tables")
             } else {
                 format!(
                     "user_version {version}, tables {} but no runs table",
-                    others()
+                    tables.join(", ")
                 )
             };
             return Err(not_a_history(path, &why));
@@ -201,7 +203,7 @@ impl History {
         let mut db = Self {
             conn,
             path: path.to_path_buf(),
-            read_only: read_only.take(),
+            read_only,
             has_runs,
         };
         // The schema is written once, by the first writer; a read-only database that has it
@@ -406,7 +408,8 @@ fn open_connection(path: &Path) -> Result<(Connection, Option<String>)> {
     }
 }
 
-/// Why `path` opened read-only, as SQLite says it and with the system's own reason.
+/// Why `path` opened read-only although it was asked to open read-write, with the system's
+/// reason for refusing to open it for writing.
 fn os_reason(path: &Path) -> String {
     format!("it opens read-only{}", io_detail(write_error(path)))
 }
