@@ -330,7 +330,10 @@ pub(crate) fn from_histogram(text: &str) -> Result<CyclicRun> {
                 .iter()
                 .try_fold(0u64, |sum, b| sum.checked_add(b.1))
                 .unwrap_or(u64::MAX);
-            count(&format!("thread {i}: the histogram rows, summed,"), in_hist)?;
+            count(
+                &format!("thread {i}: the sum of its histogram rows"),
+                in_hist,
+            )?;
             let overflows = count(
                 &format!("line {over_line}: '# Histogram Overflows:' of thread {i}"),
                 over.get(i).copied().unwrap_or(0),
