@@ -9,6 +9,9 @@
 //!   allocation-free `record_*` methods, snapshots and a summary table.
 //! * [`rta`]: worst-case response-time analysis of fixed-priority preemptive tasks partitioned
 //!   over cores, with Priority Ceiling Protocol blocking, fed with measured execution times.
+//! * [`tail`]: distribution-free statements about a latency tail: the exact 95 % upper bound
+//!   on the probability of exceeding a deadline, the run length needed to claim one, and the
+//!   extremal index (clustered exceedances) that lowers the effective number of cycles.
 //!
 //! The crate depends on no other preempt crate so that both the runtime (`preempt`) and the
 //! measurement tool (`preempt-cli`) can use it, and it makes no system call.
@@ -40,4 +43,5 @@
 pub mod hdr;
 pub mod histogram;
 pub mod rta;
+pub mod tail;
 pub mod task_stats;
