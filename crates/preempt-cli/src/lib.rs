@@ -11,7 +11,8 @@
 //!    [`export`] (JSON/CSV writers of the schema);
 //! 2. [`warnings`], [`sysinfo`]: threats to validity and the machine's description;
 //! 3. [`config`]: validated configurations, free of clap; [`stress`]: bounded stressors;
-//! 4. engines: [`check`], [`measure`] (`latency`, `matrix`, `wakeup`), [`micro`], [`rtio`];
+//! 4. engines: [`check`], [`measure`] (`latency`, `matrix`, `wakeup`), [`micro`], [`rtio`],
+//!    [`tail`] (distribution-free tail statements);
 //! 5. [`history`]: the SQLite store of runs;
 //! 6. presentation: [`report`] (HTML, plots, one section per kind), then [`compare`];
 //! 7. [`session`]: the one run session of every measuring subcommand (outputs checked before
@@ -40,5 +41,6 @@ pub mod session;
 pub mod stats;
 pub mod stress;
 pub mod sysinfo;
+pub mod tail;
 pub mod virt;
 pub mod warnings;

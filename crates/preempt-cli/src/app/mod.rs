@@ -12,6 +12,7 @@ pub mod monitor;
 pub mod report;
 pub mod rtio_bench;
 pub mod run;
+pub mod tail;
 pub mod uav;
 pub mod wakeup;
 
@@ -38,6 +39,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<u8> {
         Command::Report(a) => report::run(&a),
         Command::Compare(a) => compare::run(&a),
         Command::History(a) => history::run(&a),
+        Command::Tail(a) => tail::run(&a),
         Command::Run(a) => run::run(&a, argv),
         Command::Monitor(a) => monitor::run(&a, argv),
         Command::Demo(crate::cli::DemoCommand::Gimbal(a)) => demo::run(&a, argv),

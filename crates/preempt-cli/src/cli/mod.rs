@@ -52,6 +52,11 @@ pub enum Command {
     Compare(CompareArgs),
     /// List and inspect the runs kept in the history database.
     History(HistoryCmdArgs),
+    /// How long must I run, and what does a run say about the tail? Distribution-free
+    /// statements (docs/TAIL.md): `--plan 1e-9@1kHz` gives the cycles and wall time needed;
+    /// `FILE --deadline 100us` the exceedances, the extremal index, and the exact 95 % upper
+    /// bound on P(latency > D), per cycle and per hour.
+    Tail(TailArgs),
     /// The default suite: check, latency idle and under stress, wakeup and micro, then the
     /// HTML report.
     Run(RunArgs),
@@ -528,6 +533,33 @@ pub struct CompareArgs {
     /// History database for run ids.
     #[command(flatten)]
     pub history: HistoryArgs,
+}
+
+/// `preempt tail`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TailArgs {
+    /// Latencies of a run: a text file of latencies in ns, one per line (any tool's output),
+    /// or a `preempt latency` result (its histogram; missed periods count as exceedances).
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "plan",
+        conflicts_with = "plan"
+    )]
+    pub input: Option<PathBuf>,
+    /// Print the cycles (and wall time at the rate) needed for zero exceedances to bound the
+    /// per-cycle probability at P with 95 % confidence, e.g. 1e-9@1kHz (RATE in Hz, kHz, MHz).
+    #[arg(long, value_name = "P@RATE")]
+    pub plan: Option<String>,
+    /// The deadline D of the statement about P(latency > D), e.g. 100us, 1ms, 250000ns.
+    #[arg(long, value_name = "D")]
+    pub deadline: Option<String>,
+    /// Cycles per second of the run (e.g. 1kHz, 1000), for the per-hour figure; a latency
+    /// result's own interval is used otherwise.
+    #[arg(long, value_name = "HZ")]
+    pub rate: Option<String>,
+    /// Print the statement as JSON (`{"distribution_free": {...}}` or `{"plan": {...}}`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `preempt history` actions.
