@@ -40,6 +40,7 @@ const BAD_USAGE: &[Row] = &[
         "--max-ratio",
     ),
     (&["history", "show", "x"], "'x'"),
+    (&["tail", "--plan", "1e-9@fast"], "'fast' is not a rate"),
     (&["run", "--quick", "--long"], "--long"),
     (&["monitor", "--interval", "0"], "--interval"),
     (
