@@ -175,6 +175,41 @@ fn clopper_pearson_upper_bound_matches_scipy_beta_ppf() {
 }
 
 #[test]
+fn clopper_pearson_upper_bound_matches_a_50_digit_root() {
+    // Independent of scipy: the root of the binomial sum in 50-digit arithmetic, for small k
+    // (where the sum is short) over the whole range of n.
+    let mut pairs = Vec::new();
+    for n in [
+        20u64,
+        1_000,
+        1_000_000,
+        100_000_000,
+        1_000_000_000,
+        10_000_000_000,
+    ] {
+        for k in [1u64, 3, 10, 30] {
+            if k < n {
+                pairs.push((k, n, upper_bound(k, n, CONFIDENCE_95).unwrap()));
+            }
+        }
+    }
+    let lines: Vec<String> = pairs
+        .iter()
+        .map(|(k, n, ours)| format!("{k} {n} {ours:e}"))
+        .collect();
+    let Some(exact) = python_answers(MPMATH, &lines) else {
+        return;
+    };
+    for (&(k, n, ours), &root) in pairs.iter().zip(&exact) {
+        let rel = (ours - root).abs() / root;
+        assert!(
+            rel <= 1e-12,
+            "k = {k}, n = {n}: preempt {ours:e}, 50-digit root {root:e} (relative {rel:e})"
+        );
+    }
+}
+
+#[test]
 fn zero_exceedances_give_the_rule_of_three() {
     // 1 − 0.05^(1/n) → −ln(0.05)/n = 2.9957/n.
     for n in [1_000u64, 1_000_000, 10_000_000_000] {
