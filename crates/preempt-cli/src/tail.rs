@@ -285,9 +285,11 @@ pub struct DistributionFree {
     pub run_length_cycles: Option<u64>,
     /// Why θ was not estimated, or `null`.
     pub extremal_index_why: Option<String>,
-    /// The trials of the bound: ⌊cycles·θ⌋, or `cycles` where θ is not estimated.
+    /// The trials of the bound: ⌊cycles·e/k⌋ with `e = events`, or `cycles` where θ is not
+    /// estimated.
     pub effective_cycles: u64,
-    /// The independent events of the bound: clusters, or exceedances.
+    /// The independent events of the bound: ⌊k²/Σ(cluster size)²⌋ (the clusters when all
+    /// have the same size), or the exceedances where θ is not estimated.
     pub events: u64,
     /// Whether the bound rests on independent cycles (θ not estimated).
     pub assumes_independence: bool,
@@ -372,18 +374,24 @@ pub fn render(d: &DistributionFree) -> String {
                 &mut out,
                 "extremal index θ (Ferro-Segers)",
                 format!(
-                    "{theta:.3} ({clusters} cluster{} of exceedances, run length {} cycles)",
+                    "{theta:.3} ({clusters} cluster{} of exceedances, run length {} cycle{})",
                     plural(clusters),
-                    d.run_length_cycles.unwrap_or(0)
+                    d.run_length_cycles.unwrap_or(0),
+                    plural(d.run_length_cycles.unwrap_or(0))
                 ),
             );
             line(
                 &mut out,
-                "effective cycles n·θ",
+                "independent events e",
                 format!(
-                    "{} (clusters count as the independent events)",
-                    d.effective_cycles
+                    "{} (k²/Σ cluster size²: the clusters, fewer where their sizes vary)",
+                    d.events
                 ),
+            );
+            line(
+                &mut out,
+                "effective cycles n·e/k",
+                d.effective_cycles.to_string(),
             );
         }
         (_, _, why) => line(
