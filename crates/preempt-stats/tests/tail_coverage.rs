@@ -18,22 +18,9 @@
 
 use preempt_stats::tail::{CONFIDENCE_95, statement, upper_bound};
 
-struct Rng(u64);
+mod support;
 
-impl Rng {
-    /// splitmix64 (Steele, Lea & Flood 2014).
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-}
+use support::Rng;
 
 const N: usize = 20_000;
 const SEEDS: u64 = 1000;
