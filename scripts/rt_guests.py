@@ -272,6 +272,23 @@ diag() { pid=$1; n=0
   for k in w l t; do echo "@@DIAG sysrq $k"; echo $k > /proc/sysrq-trigger; sleep 2; done
   echo "@@DIAG sched debug"; cat /sys/kernel/debug/sched/debug /proc/sched_debug 2>/dev/null
   echo "@@DIAG the step's threads again (progress: utime, stime, nr_switches)"; threads
+  # What a thread spinning in the kernel does (its stack cannot be read while it runs, and
+  # /proc/TID/syscall says only "running"): 1 s of every system call's entry and exit
+  # (number, arguments, return value) and of the futex and rt_mutex functions, all CPUs.
+  tr=/sys/kernel/tracing
+  if [ -w $tr/current_tracer ]; then
+    echo 0 > $tr/tracing_on; echo > $tr/trace; echo 2048 > $tr/buffer_size_kb
+    for f in '*futex*' '*pi_state*' '*rt_mutex*' '*proxy_lock*' try_to_take_rt_mutex \
+      '*rtlock*' '*rt_spin*'; do echo "$f" >> $tr/set_ftrace_filter 2>/dev/null; done
+    echo function > $tr/current_tracer; echo 1 > $tr/events/raw_syscalls/enable
+    echo 1 > $tr/tracing_on; sleep 1; echo 0 > $tr/tracing_on
+    echo "@@DIAG ftrace: 1 s of system calls and futex/rt_mutex functions (last 400 lines)"
+    tail -400 $tr/trace
+    echo 0 > $tr/events/raw_syscalls/enable; echo nop > $tr/current_tracer
+    echo > $tr/set_ftrace_filter
+  else
+    echo "@@DIAG ftrace: $tr not writable"
+  fi
   echo 4 > /proc/sys/kernel/printk
   echo "@@DIAG end"; }
 step() { name=$1; shift; want $name || return 0; i=0
