@@ -451,6 +451,11 @@ impl Monitor {
         }
         open(monotonic_now_ns() + START_DELAY_NS);
         sample_steal(&shared);
+        // The readiness items are there from the first scrape on: a scrape right after the
+        // start found no `preempt_check_status` while the housekeeping thread had not run
+        // its first check yet (seen under load in crates/preempt-metrics/tests/
+        // monitor_prometheus.rs).
+        run_checker(&shared);
         let housekeeping = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -561,15 +566,23 @@ fn measure(st: &CpuState, start_ns: u64, cfg: &MonitorConfig, stop: &AtomicBool)
     Ok(())
 }
 
+/// Runs the readiness checker, if there is one, and publishes its items.
+fn run_checker(shared: &Shared) {
+    if let Some(checker) = &shared.checker {
+        let items = checker();
+        *shared.checks.lock().unwrap_or_else(|e| e.into_inner()) = items;
+        shared.check_runs.fetch_add(1, Relaxed);
+    }
+}
+
 fn housekeeping(shared: &Shared) {
     // Reading /proc and /sys is not real-time work.
     let _ = sched::set_current_thread_policy(&Policy::Other { nice: 0 });
-    let mut next_check = monotonic_now_ns();
+    // `Monitor::start` ran the first check.
+    let mut next_check = monotonic_now_ns() + shared.cfg.recheck_ns;
     loop {
-        if let (Some(checker), true) = (&shared.checker, monotonic_now_ns() >= next_check) {
-            let items = checker();
-            *shared.checks.lock().unwrap_or_else(|e| e.into_inner()) = items;
-            shared.check_runs.fetch_add(1, Relaxed);
+        if monotonic_now_ns() >= next_check {
+            run_checker(shared);
             next_check = monotonic_now_ns() + shared.cfg.recheck_ns;
         }
         sample_steal(shared);
