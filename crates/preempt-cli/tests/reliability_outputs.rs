@@ -295,6 +295,43 @@ fn a_demo_stopped_by_sigterm_exits_143_with_a_complete_file_marked_interrupted()
     assert!(is_finished_mcap(&out.join("gimbal.mcap")), "{rest}");
 }
 
+/// GNU `timeout` sends its signal to the command and then to its own process group, which
+/// holds the command: two SIGTERMs from one process, microseconds apart. That is one stop:
+/// the demo ends in order with its figures whole, and `timeout` exits 124.
+#[test]
+fn a_demo_under_gnu_timeout_is_stopped_once_and_keeps_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let demo = gimbal(dir.path(), &out, "30s");
+    let mut cmd = Command::new("timeout");
+    cmd.arg("8").arg(demo.get_program()).args(demo.get_args());
+    for (k, v) in demo.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    if let Some(d) = demo.get_current_dir() {
+        cmd.current_dir(d);
+    }
+    let done = cmd
+        .output()
+        .expect("GNU timeout (coreutils) must be installed");
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(124), "{err}");
+    let r = json(&out.join("gimbal.json"));
+    assert_eq!(
+        (&r["complete"], &r["interrupted"], &r["interrupted_by"]),
+        (
+            &Value::Bool(true),
+            &Value::Bool(true),
+            &Value::from("SIGTERM")
+        ),
+        "{r}\n{err}"
+    );
+    assert!(is_finished_mcap(&out.join("gimbal.mcap")), "{err}");
+}
+
 /// An earlier run's `gimbal.json` and `gimbal.mcap` in `out` (created); returns where the
 /// next run sets them aside (`gimbal.previous.json`, `gimbal.previous.mcap`).
 fn earlier_run(out: &Path) -> [std::path::PathBuf; 2] {
