@@ -209,8 +209,15 @@ fn an_app_under_gnu_timeout_keeps_its_statistics() {
         std::process::id()
     ));
     let _ = std::fs::remove_file(&json);
+    // Long enough for the app to block the stop signals before `timeout` sends them; an
+    // emulated CPU (qemu-user, CI's arm64 stage) starts it several times slower.
+    let seconds = if preempt_io::sys::cpu::user_mode_emulation().is_some() {
+        "20"
+    } else {
+        "3"
+    };
     let mut cmd = Command::new("timeout");
-    cmd.arg("3")
+    cmd.arg(seconds)
         .arg(std::env::current_exe().unwrap())
         .env(child_process::CHILD_ENV, "forever")
         .env(preempt::STATS_JSON_ENV, &json)
