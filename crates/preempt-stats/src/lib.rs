@@ -7,6 +7,8 @@
 //! * [`task_stats`]: the always-on accounting record of one real-time task (releases,
 //!   completions, release latency, execution time, deadline misses, lateness, page faults) with
 //!   allocation-free `record_*` methods, snapshots and a summary table.
+//! * [`two_sample`]: two sets of per-run statistics compared: the exact Mann–Whitney test,
+//!   the Hodges–Lehmann shift and its exact distribution-free confidence interval.
 //! * [`rta`]: worst-case response-time analysis of fixed-priority preemptive tasks partitioned
 //!   over cores, with Priority Ceiling Protocol blocking, fed with measured execution times.
 //! * [`tail`]: distribution-free statements about a latency tail: the exact 95 % upper bound
@@ -45,3 +47,4 @@ pub mod histogram;
 pub mod rta;
 pub mod tail;
 pub mod task_stats;
+pub mod two_sample;
