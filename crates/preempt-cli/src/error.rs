@@ -11,7 +11,8 @@
 //! | 2    | bad usage: unknown flag, bad value, impossible combination, an input file that is missing, a directory or unreadable |
 //! | 3    | missing privilege (SCHED_FIFO/DEADLINE refused, tracefs not writable) |
 //! | 4    | `preempt check` found at least one `fail` item |
-//! | 5    | `preempt compare --baseline` found a figure worse than `--max-ratio` allows |
+//! | 5    | `preempt compare --baseline` found a figure worse than `--max-ratio` allows; `preempt compare A… -- B…` found a metric `worse` |
+//! | 6    | `preempt compare A… -- B…` found a metric `inconclusive` (and none `worse`) |
 //! | 130  | interrupted by Ctrl-C, SIGINT (results measured so far were still written, marked `interrupted`) |
 //! | 143  | stopped by SIGTERM (as 130: results so far written and marked) |
 //!
@@ -42,6 +43,8 @@ pub(crate) const EXIT_PRIVILEGE: u8 = 3;
 pub(crate) const EXIT_CHECK_FAILED: u8 = 4;
 /// Exit code: compare found a regression beyond `--max-ratio`.
 pub const EXIT_REGRESSION: u8 = 5;
+/// Exit code: a comparison of two sets of runs could not decide a metric (and found none worse).
+pub const EXIT_INCONCLUSIVE: u8 = 6;
 // Interrupted runs exit 130 (SIGINT) or 143 (SIGTERM): `preempt_io::sys::signal::exit_code_for_signal`.
 
 /// The exit-code table for `--help`.
@@ -50,7 +53,8 @@ pub const EXIT_CODES_HELP: &str = "Exit codes:\n  0    success (also when stdout
 that is missing, a directory or unreadable)\n  \
 3    missing privilege (real-time policy refused, tracefs not writable)\n  \
 4    `preempt check` found a failing item\n  \
-5    `preempt compare` found a regression beyond --max-ratio\n  \
+5    `preempt compare` found a regression beyond --max-ratio, or a metric worse (A… -- B…)\n  \
+6    `preempt compare A… -- B…` found a metric inconclusive (none worse)\n  \
 130  interrupted by Ctrl-C (results measured so far were written, marked interrupted)\n  \
 143  stopped by SIGTERM (likewise)";
 

@@ -2,7 +2,7 @@
 //! figure with its exit code, cyclictest imports against preempt results, history run ids,
 //! and bad input.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use preempt_cli::cli::{CompareArgs, HistoryArgs};
 use preempt_cli::compare::{self, EXIT_REGRESSION};
@@ -10,10 +10,14 @@ use preempt_cli::error::exit_code_of;
 use preempt_cli::history::History;
 use preempt_cli::report::sample;
 
+mod support;
+
 fn args(runs: &[&str], db: &Path) -> CompareArgs {
     CompareArgs {
         allow_partial: false,
         runs: runs.iter().map(|s| s.to_string()).collect(),
+        against: vec![],
+        gate: vec![],
         baseline: None,
         max_ratio: vec![],
         metrics: vec!["p50".into(), "p99".into(), "max".into()],
@@ -27,18 +31,7 @@ fn args(runs: &[&str], db: &Path) -> CompareArgs {
     }
 }
 
-fn write(dir: &Path, name: &str, f: &preempt_cli::results::ResultFile) -> PathBuf {
-    use preempt_cli::export::Exporter;
-    let p = dir.join(name);
-    std::fs::write(
-        &p,
-        preempt_cli::export::json::JsonExporter
-            .serialize(f)
-            .unwrap(),
-    )
-    .unwrap();
-    p
-}
+use support::write_result as write;
 
 #[test]
 fn two_saved_runs_side_by_side_with_html() {

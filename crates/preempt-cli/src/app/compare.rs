@@ -1,4 +1,5 @@
-//! `preempt compare`: runs side by side, or a CI gate against a baseline.
+//! `preempt compare`: runs side by side, a CI gate against a baseline, or two sets of runs
+//! (`A… -- B…`) with a verdict per figure and metric ([`crate::compare::sets`]).
 
 use std::io::Write;
 
@@ -6,20 +7,91 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::cli::CompareArgs;
+use crate::compare::sets::{self, Verdict};
 use crate::compare::*;
-use crate::error::{EXIT_OK, usage};
+use crate::error::{EXIT_INCONCLUSIVE, EXIT_OK, usage};
 
 /// `--max-ratio`: the largest ratio to the baseline allowed per metric.
 type Limits = Vec<(Metric, f64)>;
 
+/// Said whenever one run is compared with one run.
+pub const ONE_RUN_NOTE: &str = "preempt: note: one run per side cannot separate an effect from \
+noise (identical runs differ by about 10 % on a VM); for a verdict give at least 5 runs a side: \
+preempt compare A1 … A5 -- B1 … B5";
+
 /// `preempt compare`: returns the exit code.
 pub fn run(args: &CompareArgs) -> Result<u8> {
     let (metrics, limits) = parse_figures(args)?;
+    if !args.against.is_empty() {
+        let config = args.history.config();
+        let a = sets::load_side(&args.runs, &config)?;
+        let b = sets::load_side(&args.against, &config)?;
+        if a.len() == 1 && b.len() == 1 {
+            let runs = label_apart(a.into_iter().chain(b).collect());
+            note_partial(args, &runs)?;
+            return side_by_side(args, &runs, &metrics, &limits);
+        }
+        return compare_sets(args, &a, &b, &metrics);
+    }
     let runs = load_runs(args)?;
-    let table = rows(&runs, &metrics, &args.only);
+    side_by_side(args, &runs, &metrics, &limits)
+}
+
+/// Two sets of runs: a verdict per figure and metric; exit 5 if one is worse, else 6 if one is
+/// inconclusive.
+fn compare_sets(args: &CompareArgs, a: &[Run], b: &[Run], metrics: &[Metric]) -> Result<u8> {
+    let gate = sets::parse_gate(&args.gate)?;
+    for r in a.iter().chain(b) {
+        for why in &r.partial {
+            if !args.allow_partial {
+                bail!(
+                    "{why}; a partial run cannot be one of a set of replicated runs: re-run it \
+                     to completion, or pass --allow-partial"
+                );
+            }
+            eprintln!("preempt: note: {why}");
+        }
+    }
+    let ds = sets::decisions(a, b, metrics, &gate, &args.only)?;
+    if ds.is_empty() {
+        bail!(
+            "the two sets have no figure in common (A: {}; B: {})",
+            figure_names(a),
+            figure_names(b)
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &ds)?;
+        writeln!(out)?;
+    } else {
+        sets::print(&mut out, a, b, &ds)?;
+    }
+    out.flush()?;
+    Ok(if ds.iter().any(|d| d.verdict == Verdict::Worse) {
+        EXIT_REGRESSION
+    } else if ds.iter().any(|d| d.verdict == Verdict::Inconclusive) {
+        EXIT_INCONCLUSIVE
+    } else {
+        EXIT_OK
+    })
+}
+
+fn figure_names(side: &[Run]) -> String {
+    figure_keys(side, &[]).join(", ")
+}
+
+/// Runs side by side (ratios to the first) and the `--baseline` gate.
+fn side_by_side(
+    args: &CompareArgs,
+    runs: &[Run],
+    metrics: &[Metric],
+    limits: &[(Metric, f64)],
+) -> Result<u8> {
+    let table = rows(runs, metrics, &args.only);
     let scalar_sets: Vec<&[rtio::Scalar]> = runs.iter().map(|r| r.scalars.as_slice()).collect();
     let quantities = rtio::rows(&scalar_sets, &args.only);
-    let (regressions, checked) = check_against_baseline(args, &runs, &limits)?;
+    let (regressions, checked) = check_against_baseline(args, runs, limits)?;
     if table.is_empty() && quantities.is_empty() && limits.is_empty() {
         bail!(
             "the runs have no figure in common (figures: {})",
@@ -59,10 +131,12 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
         )?;
         writeln!(out)?;
     } else {
-        print_table(&mut out, &runs, &table, &quantities)?;
+        print_table(&mut out, runs, &table, &quantities)?;
     }
+    out.flush()?;
+    eprintln!("{ONE_RUN_NOTE}");
     if let Some(p) = &args.html {
-        let page = html_page(&runs, &table, &quantities, &regressions)?;
+        let page = html_page(runs, &table, &quantities, &regressions)?;
         crate::export::write_atomically(p, page.as_bytes())?;
         eprintln!("preempt: comparison written to {}", p.display());
     }
@@ -88,7 +162,6 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
             return Ok(EXIT_REGRESSION);
         }
     }
-    out.flush()?;
     Ok(EXIT_OK)
 }
 
@@ -101,6 +174,31 @@ fn parse_figures(args: &CompareArgs) -> Result<(Vec<Metric>, Limits)> {
         .map(|m| Metric::parse(m).ok_or_else(|| usage(format!("--metrics: unknown metric '{m}'; known: min, mean, p50, p90, p99, p99.9, p99.99, max"))))
         .collect::<Result<_>>()?;
     let limits = parse_limits(&args.max_ratio)?;
+    if !args.against.is_empty() {
+        if args.baseline.is_some() || !limits.is_empty() {
+            return Err(usage(
+                "--baseline and --max-ratio compare single runs; two sets of runs (A… -- B…) \
+                 are gated with --gate METRIC=MARGIN",
+            ));
+        }
+        if args.runs.is_empty() {
+            return Err(usage(
+                "no runs before `--`: give side A's runs, then `--` and side B's",
+            ));
+        }
+        if args.html.is_some() {
+            return Err(usage(
+                "--html shows runs side by side; for two sets of runs (A… -- B…) use the table \
+                 or --json",
+            ));
+        }
+        return Ok((metrics, limits));
+    }
+    if !args.gate.is_empty() {
+        return Err(usage(
+            "--gate applies to two sets of runs: preempt compare A1 … A5 -- B1 … B5",
+        ));
+    }
     if !limits.is_empty() && args.baseline.is_none() {
         return Err(usage(
             "--max-ratio needs --baseline FILE (the run to compare against)",
@@ -129,8 +227,14 @@ fn load_runs(args: &CompareArgs) -> Result<Vec<Run>> {
     for r in &args.runs {
         runs.push(load_run(r, &args.history.config())?);
     }
-    // A partial run can neither pass nor fail a gate: it measured less than it says.
-    for r in &runs {
+    note_partial(args, &runs)?;
+    Ok(label_apart(runs))
+}
+
+/// A partial run can neither pass nor fail a gate: it measured less than it says. Refused in
+/// a gate unless `--allow-partial`, else noted.
+fn note_partial(args: &CompareArgs, runs: &[Run]) -> Result<()> {
+    for r in runs {
         for why in &r.partial {
             if args.baseline.is_some() && !args.allow_partial {
                 bail!(
@@ -141,13 +245,17 @@ fn load_runs(args: &CompareArgs) -> Result<Vec<Run>> {
             eprintln!("preempt: note: {why}");
         }
     }
-    // Labels must tell runs apart.
+    Ok(())
+}
+
+/// Labels must tell runs apart: duplicates are replaced by their source.
+fn label_apart(mut runs: Vec<Run>) -> Vec<Run> {
     for i in 0..runs.len() {
         if runs.iter().filter(|r| r.label == runs[i].label).count() > 1 {
             runs[i].label = runs[i].source.clone();
         }
     }
-    Ok(runs)
+    runs
 }
 
 /// With `--baseline` and `--max-ratio`: every run against the baseline; returns the

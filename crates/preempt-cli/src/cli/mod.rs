@@ -500,13 +500,29 @@ pub struct ReportArgs {
 /// `preempt compare`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 compared (or no regression), 1 error, 2 bad usage, 5 a figure regressed beyond --max-ratio"
+    after_help = "Two sets of runs: preempt compare A1 A2 A3 A4 A5 -- B1 B2 B3 B4 B5 (a directory \
+on a side gives one run per result file in it): per figure and metric, the Hodges-Lehmann shift \
+of B against A with its exact 95% interval, the exact Mann-Whitney p-value and a verdict \
+(better, worse, equivalent within the --gate margin, or inconclusive: need N more runs).\n\
+Exit codes: 0 compared (no regression; sets: no verdict worse or inconclusive), 1 error, 2 bad \
+usage, 5 a figure regressed beyond --max-ratio, or a set comparison found one worse, 6 a set \
+comparison was inconclusive (none worse)"
 )]
 pub struct CompareArgs {
     /// Runs to compare: result files, directories of them, cyclictest --json or histogram
-    /// output, or history run ids (7 or run:7). Ratios are relative to the first.
+    /// output, or history run ids (7 or run:7). Ratios are relative to the first. Before `--`:
+    /// side A of two sets of runs.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
+    /// After `--`: side B of two sets of runs, compared with side A (the RUNs) per figure and
+    /// metric. Each file is one run; a directory gives one run per result file in it.
+    #[arg(last = true, value_name = "RUN_B")]
+    pub against: Vec<String>,
+    /// Margins of practical significance for two sets of runs, e.g. p99.9=+10%,max=+25%
+    /// (relative to A's median) or missed=+2 (ns, or periods for `missed`). Defaults: p50 5%,
+    /// p99 and p99.9 10%, max 25%, missed 0.
+    #[arg(long, value_delimiter = ',', value_name = "METRIC=MARGIN")]
+    pub gate: Vec<String>,
     /// Regression mode: compare every RUN with this baseline (file, directory or run id).
     #[arg(long, value_name = "RUN")]
     pub baseline: Option<String>,

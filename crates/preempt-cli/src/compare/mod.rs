@@ -24,6 +24,7 @@
 //! ```
 
 pub mod rtio;
+pub mod sets;
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -160,6 +161,8 @@ pub struct Figure {
     pub dist: Option<Distribution>,
     /// Cycle statistics (micro only).
     pub cycles: Option<CycleSummary>,
+    /// Periods the measuring thread(s) missed (latency and matrix figures only).
+    pub missed_periods: Option<u64>,
 }
 
 /// A run: a label and its figures.
@@ -187,6 +190,7 @@ fn fig(key: String, qualifier: &str, dist: Option<&Distribution>, summary: Summa
         summary,
         dist: dist.cloned(),
         cycles: None,
+        missed_periods: None,
     }
 }
 
@@ -203,20 +207,24 @@ pub fn figures_of(i: &Input) -> Vec<Figure> {
                     format!("stress {}", l.settings.stress.join(","))
                 };
                 let merged = crate::report::merged_latency(l);
-                out.push(fig(
+                let mut all = fig(
                     "latency/all".into(),
                     &q,
                     merged.as_ref(),
                     merged.as_ref().map_or(l.latency_all, |d| d.summary),
-                ));
+                );
+                all.missed_periods = Some(l.threads.iter().map(|t| t.missed_periods).sum());
+                out.push(all);
                 for (n, t) in l.threads.iter().enumerate() {
                     let name = t.cpu.map_or(format!("thread {n}"), |c| format!("cpu{c}"));
-                    out.push(fig(
+                    let mut f = fig(
                         format!("latency/{name}"),
                         &q,
                         Some(&t.latency),
                         t.latency.summary,
-                    ));
+                    );
+                    f.missed_periods = Some(t.missed_periods);
+                    out.push(f);
                     if let Some(r) = &t.response {
                         out.push(fig(format!("response/{name}"), &q, Some(r), r.summary));
                     }
@@ -225,7 +233,9 @@ pub fn figures_of(i: &Input) -> Vec<Figure> {
             RunResult::Matrix(m) => {
                 for c in &m.cells {
                     if let Some(l) = c.latency {
-                        out.push(fig(format!("matrix/{}/{}", c.stress, c.row), "", None, l));
+                        let mut f = fig(format!("matrix/{}/{}", c.stress, c.row), "", None, l);
+                        f.missed_periods = Some(c.missed_periods);
+                        out.push(f);
                     }
                 }
             }
@@ -339,6 +349,20 @@ pub(crate) fn partial_reason(i: &Input) -> Option<String> {
 /// Resolves one RUN argument: an existing path, else a history run id.
 pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
     let path = Path::new(arg);
+    let inputs = load_inputs(arg, history)?;
+    let label = if inputs.len() == 1 {
+        inputs[0].label.clone()
+    } else {
+        path.file_name()
+            .map_or(arg.to_string(), |n| n.to_string_lossy().into_owned())
+    };
+    Ok(run_of(&inputs, label, arg.to_string()))
+}
+
+/// The inputs of one RUN argument: a file, every result file of a directory, or a history
+/// run id.
+pub(crate) fn load_inputs(arg: &str, history: &HistoryConfig) -> Result<Vec<Input>> {
+    let path = Path::new(arg);
     let id = arg
         .strip_prefix("run:")
         .or_else(|| arg.strip_prefix('#'))
@@ -370,12 +394,11 @@ pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
              result file, a directory of them or a run id of `preempt history`"
         )));
     };
-    let label = if inputs.len() == 1 {
-        inputs[0].label.clone()
-    } else {
-        path.file_name()
-            .map_or(arg.to_string(), |n| n.to_string_lossy().into_owned())
-    };
+    Ok(inputs)
+}
+
+/// One run made of `inputs` (one file, or every file of a directory).
+pub(crate) fn run_of(inputs: &[Input], label: String, source: String) -> Run {
     let figures = disambiguate(inputs.iter().flat_map(figures_of).collect());
     let scalars = rtio::disambiguate(
         inputs
@@ -384,13 +407,13 @@ pub fn load_run(arg: &str, history: &HistoryConfig) -> Result<Run> {
             .collect(),
     );
     let partial = inputs.iter().filter_map(partial_reason).collect();
-    Ok(Run {
+    Run {
         label,
-        source: arg.to_string(),
+        source,
         figures,
         scalars,
         partial,
-    })
+    }
 }
 
 /// Formats ns for humans: `850 ns`, `12.3 µs`, `4.20 ms`.
@@ -417,22 +440,25 @@ pub struct Row {
     pub ratios: Vec<Option<f64>>,
 }
 
+/// The figure names of `runs`, each once, in order of appearance; only those starting with
+/// one of `only`'s prefixes when it is not empty.
+pub(crate) fn figure_keys<'a>(runs: &'a [Run], only: &[String]) -> Vec<&'a str> {
+    let mut keys: Vec<&str> = Vec::new();
+    for f in runs.iter().flat_map(|r| &r.figures) {
+        let k = f.key.as_str();
+        if !keys.contains(&k) && (only.is_empty() || only.iter().any(|p| k.starts_with(p.as_str())))
+        {
+            keys.push(k);
+        }
+    }
+    keys
+}
+
 /// Builds the comparison rows: every figure present in at least two runs, in the first
 /// run's order.
 pub fn rows(runs: &[Run], metrics: &[Metric], only: &[String]) -> Vec<Row> {
-    let mut keys: Vec<&str> = Vec::new();
-    for r in runs {
-        for f in &r.figures {
-            if !keys.contains(&f.key.as_str()) {
-                keys.push(&f.key);
-            }
-        }
-    }
     let mut out = Vec::new();
-    for k in keys {
-        if !only.is_empty() && !only.iter().any(|p| k.starts_with(p.as_str())) {
-            continue;
-        }
+    for k in figure_keys(runs, only) {
         let found: Vec<Option<&Figure>> = runs
             .iter()
             .map(|r| r.figures.iter().find(|f| f.key == k))
@@ -829,6 +855,7 @@ mod tests {
                     summary: summary(*v),
                     dist: None,
                     cycles: None,
+                    missed_periods: None,
                 })
                 .collect(),
             scalars: Vec::new(),
@@ -872,6 +899,7 @@ mod tests {
             summary: summary(1),
             dist: None,
             cycles: None,
+            missed_periods: None,
         };
         let d = disambiguate(vec![f("idle"), f("stress cpu")]);
         assert_eq!(

@@ -80,6 +80,22 @@ pub(crate) fn wait_for_line(reader: &mut impl std::io::BufRead, needle: &str) ->
     line
 }
 
+/// Writes `f` as `dir/name` in the JSON format preempt writes; returns the path.
+pub(crate) fn write_result(
+    dir: &std::path::Path,
+    name: &str,
+    f: &preempt_cli::results::ResultFile,
+) -> std::path::PathBuf {
+    use preempt_cli::export::Exporter;
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    let json = preempt_cli::export::json::JsonExporter
+        .serialize(f)
+        .unwrap();
+    std::fs::write(&p, json).unwrap();
+    p
+}
+
 /// A JSON file, parsed.
 pub(crate) fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
