@@ -234,14 +234,74 @@ fn directories_and_history_ids_give_the_same_verdicts_as_files() {
     assert_eq!(dirs.code, Some(5), "{}", dirs.stderr);
     assert_eq!(json(&dirs), files, "a directory is one run per result file");
     let db = History::open(&d.path().join("h.sqlite")).unwrap();
+    let host = preempt_io::sys::kernel::uname().unwrap().nodename;
     let mut ids = Vec::new();
     for p in a.iter().chain(&b) {
-        let f: ResultFile = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-        ids.push(format!("run:{}", db.record(&f, None).unwrap()));
+        let mut f: ResultFile = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        // Recorded here, for `last:N`.
+        f.sysinfo.hostname = host.clone();
+        ids.push(db.record(&f, None).unwrap());
     }
-    let hist = sets(d.path(), &ids[..5], &ids[5..], &only);
+    let one = |i: &[i64]| i.iter().map(|i| format!("run:{i}")).collect::<Vec<_>>();
+    let hist = sets(d.path(), &one(&ids[..5]), &one(&ids[5..]), &only);
     assert_eq!(hist.code, Some(5), "{}", hist.stderr);
     assert_eq!(json(&hist), files, "history run ids");
+    // Queries: a range of ids, and the newest runs of this host.
+    let range = format!("run:{}-{}", ids[0], ids[4]);
+    let last = sets(d.path(), &[range], &["last:5:latency".to_string()], &only);
+    assert_eq!(last.code, Some(5), "{}", last.stderr);
+    assert_eq!(json(&last), files, "run:A-B and last:N:KIND");
+    let o = sets(d.path(), &["last:11".to_string()], &one(&ids[5..]), &only);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("holds 10 runs of this host"),
+        "{}",
+        o.stderr
+    );
+    let o = sets(
+        d.path(),
+        &["run:900-999".to_string()],
+        &one(&ids[5..]),
+        &only,
+    );
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("no stored run has an id from 900 to 999"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn every_exit_code_table_lists_6_for_inconclusive() {
+    assert_eq!(preempt_cli::error::EXIT_INCONCLUSIVE, 6);
+    let help = |args: &[&str]| {
+        let o = Command::cargo_bin("preempt")
+            .unwrap()
+            .args(args)
+            .output()
+            .unwrap();
+        // Unwrapped: clap wraps the text to the terminal's width.
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let top = help(&["--help"]);
+    assert!(
+        top.contains("6 `preempt compare A… -- B…` found a metric inconclusive"),
+        "{top}"
+    );
+    let cmp = help(&["compare", "--help"]);
+    assert!(cmp.contains("6 a set comparison was inconclusive"), "{cmp}");
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/MEASURING.md"),
+    )
+    .unwrap();
+    assert!(
+        doc.contains("| 6 | `preempt compare A… -- B…` found a metric `inconclusive`"),
+        "docs/MEASURING.md's exit-code table"
+    );
 }
 
 #[test]

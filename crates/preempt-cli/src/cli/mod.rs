@@ -501,7 +501,8 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     after_help = "Two sets of runs: preempt compare A1 A2 A3 A4 A5 -- B1 B2 B3 B4 B5 (a directory \
-on a side gives one run per result file in it): per figure and metric, the Hodges-Lehmann shift \
+on a side gives one run per result file in it; run:11-15 the history's runs 11 to 15; \
+last:5:latency the 5 newest latency runs of this host): per figure and metric, the Hodges-Lehmann shift \
 of B against A with its exact 95% interval, the exact Mann-Whitney p-value and a verdict \
 (better, worse, equivalent within the --gate margin, or inconclusive: need N more runs).\n\
 Exit codes: 0 compared (no regression; sets: no verdict worse or inconclusive), 1 error, 2 bad \
@@ -515,7 +516,9 @@ pub struct CompareArgs {
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
     /// After `--`: side B of two sets of runs, compared with side A (the RUNs) per figure and
-    /// metric. Each file is one run; a directory gives one run per result file in it.
+    /// metric. Each file or run id is one run; a directory gives one run per result file in
+    /// it; run:11-15 the history's runs 11 to 15; last:5 or last:5:latency the newest runs of
+    /// this host.
     #[arg(last = true, value_name = "RUN_B")]
     pub against: Vec<String>,
     /// Margins of practical significance for two sets of runs, e.g. p99.9=+10%,max=+25%

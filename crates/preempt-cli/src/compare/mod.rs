@@ -370,16 +370,7 @@ pub(crate) fn load_inputs(arg: &str, history: &HistoryConfig) -> Result<Vec<Inpu
     let inputs: Vec<Input> = if path.exists() {
         input::load_many(&[path.to_path_buf()])?
     } else if let Ok(id) = id.parse::<i64>() {
-        let db_path = history
-            .path()
-            .ok_or_else(|| usage("no $HOME for the history database: pass --history-db FILE"))?;
-        if !db_path.exists() {
-            return Err(usage(format!(
-                "'{arg}' is neither a file nor a run id: no history database at {}",
-                db_path.display()
-            )));
-        }
-        let db = History::open(&db_path)?;
+        let db = open_history(arg, history)?;
         let text = db.result_json(id)?;
         let name = format!("history run #{id}");
         vec![Input {
@@ -395,6 +386,20 @@ pub(crate) fn load_inputs(arg: &str, history: &HistoryConfig) -> Result<Vec<Inpu
         )));
     };
     Ok(inputs)
+}
+
+/// The history database a run id or query `arg` refers to; a usage error when there is none.
+pub(crate) fn open_history(arg: &str, history: &HistoryConfig) -> Result<History> {
+    let db_path = history
+        .path()
+        .ok_or_else(|| usage("no $HOME for the history database: pass --history-db FILE"))?;
+    if !db_path.exists() {
+        return Err(usage(format!(
+            "'{arg}' is neither a file nor a run id: no history database at {}",
+            db_path.display()
+        )));
+    }
+    History::open(&db_path)
 }
 
 /// One run made of `inputs` (one file, or every file of a directory).

@@ -33,7 +33,7 @@ use anyhow::Result;
 use preempt_stats::two_sample;
 use serde::Serialize;
 
-use super::{METRICS, Metric, Run, figure_keys, fmt_ns, load_inputs, run_of};
+use super::{METRICS, Metric, Run, figure_keys, fmt_ns, load_inputs, open_history, run_of};
 use crate::error::usage;
 use crate::history::HistoryConfig;
 
@@ -385,11 +385,81 @@ pub fn decisions(
     Ok(out)
 }
 
+/// The history runs a query names, oldest first: `run:A-B`, every stored run with an id from
+/// A to B; `last:N` or `last:N:KIND`, the N newest runs recorded on this host (of KIND, e.g.
+/// `latency`). `None` when `arg` is no query (or an existing path).
+pub fn history_query(arg: &str, history: &HistoryConfig) -> Result<Option<Vec<i64>>> {
+    if std::path::Path::new(arg).exists() {
+        return Ok(None);
+    }
+    if let Some((lo, hi)) = arg.strip_prefix("run:").and_then(|r| r.split_once('-')) {
+        let (Ok(lo), Ok(hi)) = (lo.trim().parse::<i64>(), hi.trim().parse::<i64>()) else {
+            return Err(usage(format!(
+                "'{arg}': a range of history runs looks like run:11-20"
+            )));
+        };
+        let db = open_history(arg, history)?;
+        let mut ids: Vec<i64> = db
+            .list(usize::MAX, None)?
+            .into_iter()
+            .map(|r| r.id)
+            .filter(|id| (lo..=hi).contains(id))
+            .collect();
+        if ids.is_empty() {
+            return Err(usage(format!(
+                "'{arg}': no stored run has an id from {lo} to {hi} (see `preempt history`)"
+            )));
+        }
+        ids.reverse();
+        return Ok(Some(ids));
+    }
+    let Some(q) = arg.strip_prefix("last:") else {
+        return Ok(None);
+    };
+    let (n, kind) = q.split_once(':').map_or((q, None), |(n, k)| (n, Some(k)));
+    let n: usize = n.trim().parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+        usage(format!(
+            "'{arg}': the newest runs of this host look like last:10 or last:10:latency"
+        ))
+    })?;
+    let host = preempt_io::sys::kernel::uname()
+        .map(|u| u.nodename)
+        .map_err(|e| anyhow::anyhow!("cannot read this host's name (uname): {e}"))?;
+    let db = open_history(arg, history)?;
+    let mut ids: Vec<i64> = db
+        .list(usize::MAX, kind)?
+        .into_iter()
+        .filter(|r| r.hostname == host)
+        .take(n)
+        .map(|r| r.id)
+        .collect();
+    if ids.len() < n {
+        return Err(usage(format!(
+            "'{arg}': the history holds {} {}run{} of this host ({host}); give fewer, or record \
+             more",
+            ids.len(),
+            kind.map_or(String::new(), |k| format!("{k} ")),
+            if ids.len() == 1 { "" } else { "s" }
+        )));
+    }
+    ids.reverse();
+    Ok(Some(ids))
+}
+
 /// The runs of one side: a file or a history run id is one run; a directory gives one run per
-/// result file in it.
+/// result file in it, a history query ([`history_query`]) one per run it names.
 pub fn load_side(args: &[String], history: &HistoryConfig) -> Result<Vec<Run>> {
     let mut out = Vec::new();
     for arg in args {
+        if let Some(ids) = history_query(arg, history)? {
+            for id in ids {
+                let id = format!("run:{id}");
+                let inputs = load_inputs(&id, history)?;
+                let label = inputs.first().map_or(id.clone(), |i| i.label.clone());
+                out.push(run_of(&inputs, label, id));
+            }
+            continue;
+        }
         let inputs = load_inputs(arg, history)?;
         if std::path::Path::new(arg).is_dir() {
             out.extend(
