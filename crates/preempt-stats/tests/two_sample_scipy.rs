@@ -81,10 +81,11 @@ fn p_values_and_shifts_agree_with_scipy_within_1e_9() {
         fixture(11, 16, 17, 250.0),
     ];
     // Ties (integer counts, e.g. missed periods): scipy's exact method reads the no-ties
-    // distribution at ⌊U⌋, as two_sample documents.
+    // distribution at ⌊U⌋, as two_sample documents. Five tied pairs make U = 8.5, so a p read
+    // at ⌈U⌉ would fail here.
     fixtures.push((
         vec![0.0, 0.0, 1.0, 2.0, 0.0, 3.0],
-        vec![0.0, 1.0, 1.0, 4.0, 5.0, 2.0, 6.0],
+        vec![0.0, 1.0, 4.0, 5.0, 2.0, 6.0, 7.0],
     ));
     let input = serde_json::to_string(
         &fixtures
