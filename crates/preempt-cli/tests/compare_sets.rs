@@ -322,6 +322,13 @@ fn bad_set_usage_exits_2_naming_the_flag() {
     let o = compare(d.path(), &["--gate", "max=+25%", &a[0], &b[0]]);
     assert_eq!(o.code, Some(2), "{}", o.stderr);
     assert!(o.stderr.contains("two sets of runs"), "{}", o.stderr);
+    // Flags are checked before any run is read.
+    let o = compare(
+        d.path(),
+        &["--gate", "p99=x", "no-a.json", "--", "no-b.json"],
+    );
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("--gate 'p99=x'"), "{}", o.stderr);
     let o = compare(d.path(), &["--", &b[0], &b[1]]);
     assert_eq!(o.code, Some(2), "{}", o.stderr);
     assert!(o.stderr.contains("no runs before `--`"), "{}", o.stderr);

@@ -23,6 +23,7 @@ preempt compare A1 … A5 -- B1 … B5";
 pub fn run(args: &CompareArgs) -> Result<u8> {
     let (metrics, limits) = parse_figures(args)?;
     if !args.against.is_empty() {
+        let gate = sets::parse_gate(&args.gate)?;
         let config = args.history.config();
         let a = sets::load_side(&args.runs, &config)?;
         let b = sets::load_side(&args.against, &config)?;
@@ -31,7 +32,7 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
             note_partial(args, &runs)?;
             return side_by_side(args, &runs, &metrics, &limits);
         }
-        return compare_sets(args, &a, &b, &metrics);
+        return compare_sets(args, (&a, &b), &metrics, &gate);
     }
     let runs = load_runs(args)?;
     side_by_side(args, &runs, &metrics, &limits)
@@ -39,8 +40,12 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
 
 /// Two sets of runs: a verdict per figure and metric; exit 5 if one is worse, else 6 if one is
 /// inconclusive.
-fn compare_sets(args: &CompareArgs, a: &[Run], b: &[Run], metrics: &[Metric]) -> Result<u8> {
-    let gate = sets::parse_gate(&args.gate)?;
+fn compare_sets(
+    args: &CompareArgs,
+    (a, b): (&[Run], &[Run]),
+    metrics: &[Metric],
+    gate: &[(sets::SetMetric, sets::Margin)],
+) -> Result<u8> {
     for r in a.iter().chain(b) {
         for why in &r.partial {
             if !args.allow_partial {
@@ -52,7 +57,7 @@ fn compare_sets(args: &CompareArgs, a: &[Run], b: &[Run], metrics: &[Metric]) ->
             eprintln!("preempt: note: {why}");
         }
     }
-    let ds = sets::decisions(a, b, metrics, &gate, &args.only)?;
+    let ds = sets::decisions(a, b, metrics, gate, &args.only)?;
     if ds.is_empty() {
         bail!(
             "the two sets have no figure in common (A: {}; B: {})",
