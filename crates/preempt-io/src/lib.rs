@@ -8,7 +8,11 @@
 //! io_uring — chains of reads become linked SQEs the kernel runs without waking the caller —
 //! or by epoll where io_uring is unavailable, plus sensor streaming and decoding in Zephyr's
 //! shape (`rtio::sensor`) and the register map of the simulated IMU (`rtio::simimu`).
+//!
+//! [`ratelog`] bounds the diagnostics that input from outside can trigger (a line per event
+//! for the first few, then a count per interval).
 
 pub mod fd;
+pub mod ratelog;
 pub mod rtio;
 pub mod sys;
