@@ -16,7 +16,8 @@
 //!
 //! Modules, lowest first: [`rng`] (the seeded noise source), [`page`] (the shared page's
 //! slots and counters), [`grid`] (a periodic task's release labels), [`result`] (time
-//! summaries and the explain outcome of a run), [`outputs`] (a run's files), [`telemetry`]
+//! summaries and the explain outcome of a run), [`intake`] (commands from the network:
+//! checked, counted, handed to the controller, logged at a bounded rate), [`outputs`] (a run's files), [`telemetry`]
 //! (the JSON-over-MCAP sink), [`plant_rt`] (the plant process's loop, generic over a
 //! [`plant_rt::PlantModel`]), [`spawn`] (starting and supervising it), [`plant_main`] (its
 //! command line), [`exchange`] (the controller's end of the bus, on RTIO), [`harness`] (a
@@ -33,6 +34,7 @@
 pub mod exchange;
 pub mod grid;
 pub mod harness;
+pub mod intake;
 pub mod outputs;
 pub mod page;
 pub mod plant_main;
