@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use preempt::bridge::{Receiver, Sender};
+use preempt_rig::intake::Taken;
 
 use crate::control::Steps;
 use crate::record::{SampleRecord, SetpointCmd};
@@ -34,8 +35,9 @@ pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 static T0: AtomicU64 = AtomicU64::new(0);
 /// Controllers' time in the current sample, ns (summed by the four tasks).
 static CTRL_NS: AtomicU64 = AtomicU64::new(0);
-/// Setpoints `sample` took from the non-real-time side (a Foxglove client).
-pub(crate) static LIVE_SETPOINTS: AtomicU64 = AtomicU64::new(0);
+/// Setpoints `sample` took from the non-real-time side (a Foxglove client, a ROS 2
+/// publisher), and how many of them a later one for the same axis replaced in the same sample.
+pub(crate) static LIVE_SETPOINTS: Taken = Taken::new();
 /// Sample jobs whose controller release was refused (previous job still queued).
 pub(crate) static REFUSED: AtomicU64 = AtomicU64::new(0);
 /// The RTIO backend the exchange uses (set once by `bus_setup`).
@@ -103,7 +105,7 @@ mod controller {
     use crate::control::{Cascade, POSITION_EVERY, SAMPLE_NS, Steps, counts_to_rad};
     use crate::frame::{self, FRAME_LEN, Tx};
     use crate::model::AxisParams;
-    use crate::record::{SampleRecord, SetpointCmd, Volts};
+    use crate::record::{SampleRecord, SetpointCmd, Volts, take_setpoints};
     use preempt_rig::exchange;
     use preempt_rig::grid::Grid;
 
@@ -222,12 +224,7 @@ mod controller {
         // A live setpoint (never blocks: try_recv) overrides the script from now on.
         let live = &mut *cx.local.live;
         if let Some(rx) = cx.local.setpoints.as_mut() {
-            while let Some(c) = rx.try_recv() {
-                if let Some(slot) = live.get_mut(c.axis) {
-                    *slot = Some(c.rad);
-                    LIVE_SETPOINTS.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+            take_setpoints(rx, live, &LIVE_SETPOINTS);
         }
         let steps = &*cx.local.steps;
         let setpoint = [0, 1].map(|a| live[a].unwrap_or_else(|| steps.setpoint(a, k)));

@@ -28,6 +28,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use preempt_rig::intake::Refusal;
+
 use crate::model::{AxisParams, ENCODER_RAD_PER_COUNT};
 
 /// Sample period of the current loop, s (10 kHz).
@@ -164,6 +166,39 @@ pub struct Step {
     pub at_sample: u64,
 }
 
+/// The setpoint range of either axis, rad: ±π, half a turn either way from the zero the
+/// run starts at. The position loop has no wrap-around: a setpoint of 100 rad winds the
+/// axis sixteen turns (issue 40: a ROS 2 setpoint of 1e308 wound the tilt axis past ten
+/// turns in 3 s).
+pub const SETPOINT_LIMIT_RAD: f64 = std::f64::consts::PI;
+
+/// Checks a setpoint angle: the one check of `--steps`, ROS 2 and Foxglove setpoints alike.
+/// -0.0 is 0.
+///
+/// # Errors
+/// A NaN ([`Refusal::Nan`]) or an angle beyond ±[`SETPOINT_LIMIT_RAD`], an infinity
+/// included ([`Refusal::OutOfRange`]), with a message naming the limit.
+pub fn check_setpoint(rad: f64) -> Result<f64, (Refusal, String)> {
+    if rad.is_nan() {
+        return Err((
+            Refusal::Nan,
+            "the setpoint is NaN; it must be within ±π rad".into(),
+        ));
+    }
+    if rad.abs() > SETPOINT_LIMIT_RAD {
+        return Err((
+            Refusal::OutOfRange,
+            // 1e308 as `1e308`, not as its 309 digits.
+            if rad.abs() < 1e6 {
+                format!("the setpoint {rad} rad is beyond ±π rad")
+            } else {
+                format!("the setpoint {rad:e} rad is beyond ±π rad")
+            },
+        ));
+    }
+    Ok(rad)
+}
+
 /// Scripted steps: `pan=0.5@0.2s,tilt=-0.3@1.0s` (times in s, or with `ms`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Steps(pub Vec<Step>);
@@ -225,11 +260,8 @@ impl FromStr for Steps {
                 .position(|a| *a == axis.trim())
                 .ok_or_else(|| format!("--steps: axis '{axis}' is not pan or tilt"))?;
             let rad: f64 = rad.trim().parse().map_err(|_| bad())?;
-            if !rad.is_finite() || rad.abs() > std::f64::consts::PI {
-                return Err(format!(
-                    "--steps: '{part}': the setpoint must be within ±π rad"
-                ));
-            }
+            let rad =
+                check_setpoint(rad).map_err(|(_, why)| format!("--steps: '{part}': {why}"))?;
             let at = at.trim();
             let seconds: f64 = if let Some(ms) = at.strip_suffix("ms") {
                 ms.parse::<f64>().map_err(|_| bad())? / 1e3
@@ -339,6 +371,34 @@ mod tests {
         for bad in ["pan=x@1s", "pan=0.5", "pan=9@1s", "pan=0.1@-1s"] {
             assert!(bad.parse::<Steps>().is_err(), "{bad}");
         }
+    }
+
+    /// Issue 40: the range `--steps` and the network setpoints share.
+    #[test]
+    fn setpoints_are_checked_against_plus_minus_pi() {
+        use std::f64::consts::PI;
+        assert_eq!(check_setpoint(PI), Ok(PI));
+        assert_eq!(check_setpoint(-PI), Ok(-PI));
+        assert_eq!(check_setpoint(0.25), Ok(0.25));
+        let z = check_setpoint(-0.0).unwrap();
+        assert!(z == 0.0 && z.is_sign_negative(), "-0.0 is in range");
+        for far in [PI + 1e-12, -PI - 1e-12, 1e308, -1e308, 100.0] {
+            let (why, msg) = check_setpoint(far).unwrap_err();
+            assert_eq!(why, Refusal::OutOfRange, "{far}");
+            assert!(msg.contains("±π"), "{msg}");
+        }
+        for inf in [f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(check_setpoint(inf).unwrap_err().0, Refusal::OutOfRange);
+        }
+        assert_eq!(check_setpoint(f64::NAN).unwrap_err().0, Refusal::Nan);
+        // `--steps` goes through the same check.
+        let e = "tilt=1e308@1s".parse::<Steps>().unwrap_err();
+        assert_eq!(
+            e,
+            "--steps: 'tilt=1e308@1s': the setpoint 1e308 rad is beyond ±π rad"
+        );
+        assert!("pan=NaN@1s".parse::<Steps>().unwrap_err().contains("NaN"));
+        assert!("pan=3.14159@1s".parse::<Steps>().is_ok());
     }
 
     /// Issue 40, item 5: `--steps ,,` and a duplicate step ran with exit 0.

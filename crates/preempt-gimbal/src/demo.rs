@@ -36,6 +36,7 @@ use crate::record::{SampleRecord, SetpointCmd};
 use crate::result::{self, GimbalData, SampleCounts, TelemetryCounts};
 use crate::telemetry::McapSink;
 use preempt_rig::harness;
+use preempt_rig::intake::Intake;
 use preempt_rig::outputs::Outputs;
 use preempt_rig::plant_rt::PlantConfig;
 use preempt_rig::result::{ExplainOutcome, TimeSummary};
@@ -247,7 +248,7 @@ fn record(
         },
         |p| p.counters(),
     )?;
-    let ros2 = live.finish();
+    let live = live.finish();
     let stats = app::stats();
     let stats_json = stats.to_json();
     if code == 1 && records.is_empty() {
@@ -281,6 +282,7 @@ fn record(
         samples
     };
     let exchanged = records.len() as u64;
+    let (taken, superseded) = app::LIVE_SETPOINTS.get();
     let cpu = result::cpu_per_sample(&records);
     let cpu_mean = if cpu.is_empty() {
         0.0
@@ -308,8 +310,11 @@ fn record(
             missed: expected.saturating_sub(exchanged),
             refused_releases: app::REFUSED.load(Ordering::Relaxed),
         },
-        live_setpoints: app::LIVE_SETPOINTS.load(Ordering::Relaxed),
-        ros2,
+        live_setpoints: taken,
+        live_setpoints_superseded: superseded,
+        live_setpoints_not_taken: live.accepted().saturating_sub(taken),
+        ros2: live.ros2,
+        foxglove_setpoints: live.foxglove,
         misses: result::miss_causes(&records, expected, counters.stalls),
         telemetry: TelemetryCounts {
             written: counts.state,
@@ -349,6 +354,21 @@ struct LiveEnds {
     ros2: Option<crate::ros2::Ros2Live>,
 }
 
+/// What the live views counted (after [`LiveEnds::finish`]).
+#[derive(Debug, Default)]
+struct LiveCounts {
+    ros2: Option<result::Ros2Counts>,
+    foxglove: Option<preempt_rig::intake::IntakeCounts>,
+}
+
+impl LiveCounts {
+    /// Setpoints both views handed to the controller's bridge.
+    fn accepted(&self) -> u64 {
+        self.ros2.as_ref().map_or(0, |r| r.setpoints_accepted)
+            + self.foxglove.as_ref().map_or(0, |f| f.accepted)
+    }
+}
+
 impl LiveEnds {
     /// Starts what `cfg` asks for; returns the controller's end of the setpoint bridge if
     /// any view takes setpoints. `base_ns`: the wall-clock time of grid time 0.
@@ -360,21 +380,23 @@ impl LiveEnds {
             return Ok((None, LiveEnds::default()));
         }
         let (tx, rx) = bridge::channel(64);
-        let tx = std::sync::Arc::new(std::sync::Mutex::new(tx));
+        // One bridge, one intake per view (counters and a rate-limited log of its own).
+        let intake = Intake::new("gimbal: ROS 2 setpoint", tx);
         let ends = LiveEnds {
             #[cfg(feature = "foxglove")]
             foxglove: match &cfg.foxglove {
-                Some(addr) => Some(foxglove(addr, &tx)?),
+                Some(addr) => Some(foxglove(addr, intake.alongside("gimbal: Foxglove"))?),
                 None => None,
             },
             #[cfg(feature = "ros2")]
             ros2: if cfg.ros2 {
-                Some(ros2(base_ns, &tx)?)
+                Some(ros2(base_ns, intake)?)
             } else {
                 None
             },
         };
-        let _ = (base_ns, tx);
+        #[cfg(not(feature = "ros2"))]
+        let _ = (base_ns, intake);
         Ok((Some(rx), ends))
     }
 
@@ -391,27 +413,27 @@ impl LiveEnds {
         let _ = r;
     }
 
-    /// Stops the views; the ROS 2 node's counts.
-    fn finish(self) -> Option<result::Ros2Counts> {
+    /// Stops the views; what they counted.
+    fn finish(self) -> LiveCounts {
+        #[allow(unused_mut)]
+        let mut counts = LiveCounts::default();
         #[cfg(feature = "foxglove")]
         if let Some(l) = self.foxglove {
-            l.stop();
+            counts.foxglove = Some(l.stop());
         }
         #[cfg(feature = "ros2")]
-        return self.ros2.map(crate::ros2::Ros2Live::finish);
-        #[cfg(not(feature = "ros2"))]
-        None
+        if let Some(n) = self.ros2 {
+            counts.ros2 = Some(n.finish());
+        }
+        counts
     }
 }
 
 /// Starts the `--foxglove` server.
 #[cfg(feature = "foxglove")]
-fn foxglove(
-    addr: &str,
-    tx: &std::sync::Arc<std::sync::Mutex<bridge::Sender<SetpointCmd>>>,
-) -> Result<crate::live::Live, String> {
+fn foxglove(addr: &str, intake: Intake<SetpointCmd>) -> Result<crate::live::Live, String> {
     let addr = crate::live::parse_addr(addr)?;
-    let live = crate::live::Live::start(addr, std::sync::Arc::clone(tx))?;
+    let live = crate::live::Live::start(addr, intake)?;
     eprintln!(
         "gimbal: Foxglove WebSocket server on ws://{}:{} (state on /gimbal/state; publish \
          {{\"axis\": \"pan\", \"rad\": 0.3}} on {} to move an axis)",
@@ -424,11 +446,8 @@ fn foxglove(
 
 /// Starts the `--ros2` node.
 #[cfg(feature = "ros2")]
-fn ros2(
-    base_ns: u64,
-    tx: &std::sync::Arc<std::sync::Mutex<bridge::Sender<SetpointCmd>>>,
-) -> Result<crate::ros2::Ros2Live, String> {
-    let node = crate::ros2::Ros2Live::start(base_ns, std::sync::Arc::clone(tx))?;
+fn ros2(base_ns: u64, intake: Intake<SetpointCmd>) -> Result<crate::ros2::Ros2Live, String> {
+    let node = crate::ros2::Ros2Live::start(base_ns, intake)?;
     eprintln!(
         "gimbal: ROS 2 node /{} on domain {} ({} sensor_msgs/JointState at 1 kHz; \
          std_msgs/Float64 on {} and {} move an axis)",

@@ -170,14 +170,26 @@ pub struct GimbalData {
     pub axes: Vec<AxisQuality>,
     /// Sample bookkeeping.
     pub samples: SampleCounts,
-    /// Setpoints received from Foxglove clients (`--foxglove`): after the first, the run no
-    /// longer follows the script the reference follows, so errors against the reference
-    /// include the change.
+    /// Setpoints the controller took from Foxglove clients (`--foxglove`) and ROS 2
+    /// publishers (`--ros2`): after the first, the run no longer follows the script the
+    /// reference follows, so errors against the reference include the change.
     #[serde(default)]
     pub live_setpoints: u64,
+    /// Of `live_setpoints`, those a later one for the same axis replaced in the same sample
+    /// (never in force).
+    #[serde(default)]
+    pub live_setpoints_superseded: u64,
+    /// Setpoints accepted (by `--ros2` or `--foxglove`) that the controller never took: still
+    /// queued when the run ended. Accepted = `live_setpoints` + this.
+    #[serde(default)]
+    pub live_setpoints_not_taken: u64,
     /// The ROS 2 node of `--ros2` (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ros2: Option<Ros2Counts>,
+    /// The setpoints Foxglove clients published (`--foxglove`; absent without it): accepted,
+    /// refused by reason, undecodable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foxglove_setpoints: Option<preempt_rig::intake::IntakeCounts>,
     /// Why samples were missed.
     #[serde(default)]
     pub misses: MissCauses,

@@ -11,16 +11,18 @@
 //! stamped with the sample's release on the app's grid, as wall-clock time: sample `k` is
 //! `base + k·100 µs`, the same instant the MCAP logs it at (`log_time`), so a ROS 2 recording
 //! and the MCAP line up sample for sample. `position` is the encoder angle `[pan, tilt]` (rad);
-//! velocity and effort are not measured (empty). A setpoint counts in `data.live_setpoints`
-//! as a Foxglove one does.
+//! velocity and effort are not measured (empty). A setpoint must be within ±π rad, as a
+//! `--steps` one (`control::check_setpoint`, the same function); one the controller takes
+//! counts in `data.live_setpoints` as a Foxglove one does, and `ros2.setpoints_refused`
+//! counts the refused ones by reason (their stderr lines are rate-limited).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use preempt::bridge::Sender;
+use preempt_rig::intake::Intake;
 use preempt_ros2::msg::{Float64, Header, JointState, Time};
 use preempt_ros2::{NodeConfig, Publisher, Qos, Ros2Node, SubscriptionHandle};
 
-use crate::control::{AXES, SAMPLE_NS};
+use crate::control::{AXES, SAMPLE_NS, check_setpoint};
 use crate::record::{SampleRecord, SetpointCmd};
 use crate::result::Ros2Counts;
 use crate::telemetry::LIVE_EVERY;
@@ -51,6 +53,7 @@ pub struct Ros2Live {
     node: Ros2Node,
     joints: Publisher<JointState>,
     setpoints: SubscriptionHandle,
+    intake: Arc<Intake<SetpointCmd>>,
     base_ns: u64,
 }
 
@@ -60,10 +63,8 @@ impl Ros2Live {
     ///
     /// # Errors
     /// [`check`]'s, or DDS refusing to start.
-    pub fn start(
-        base_ns: u64,
-        setpoints: Arc<Mutex<Sender<SetpointCmd>>>,
-    ) -> Result<Ros2Live, String> {
+    pub fn start(base_ns: u64, intake: Intake<SetpointCmd>) -> Result<Ros2Live, String> {
+        let intake = Arc::new(intake);
         let cfg = check()?;
         let mut node = Ros2Node::start(&cfg)?;
         let joints = node.publisher::<JointState>(JOINT_STATES, Qos::SensorData, QUEUE)?;
@@ -71,8 +72,10 @@ impl Ros2Live {
             .iter()
             .enumerate()
             .map(|(axis, topic)| {
-                let tx = Arc::clone(&setpoints);
-                node.subscribe::<Float64>(topic, Qos::Command, move |m| deliver(&tx, axis, m.data))
+                let intake = Arc::clone(&intake);
+                node.subscribe::<Float64>(topic, Qos::Command, move |m| {
+                    deliver(&intake, axis, m.data)
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         node.spawn_subscriptions()?;
@@ -80,6 +83,7 @@ impl Ros2Live {
             node,
             joints,
             setpoints: SubscriptionHandle::merged(&counts),
+            intake,
             base_ns,
         })
     }
@@ -97,13 +101,16 @@ impl Ros2Live {
         self.joints.publish(joint_state(self.base_ns, r));
     }
 
-    /// Publishes what is queued, leaves the domain, returns the counts.
+    /// Publishes what is queued, leaves the domain, writes the refusals' summary, returns
+    /// the counts.
     pub fn finish(self) -> Ros2Counts {
         let domain_id = self.domain_id();
-        let setpoints = self.setpoints.counts();
         let published = self.joints.finish();
         self.node.stop();
-        Ros2Counts::of(NODE, domain_id, published, setpoints)
+        // After the subscription thread stopped: nothing arrives any more.
+        let setpoints = self.setpoints.counts();
+        let refused = self.intake.finish().refused;
+        Ros2Counts::of(NODE, domain_id, published, setpoints, refused)
     }
 }
 
@@ -121,21 +128,14 @@ pub fn joint_state(base_ns: u64, r: &SampleRecord) -> JointState {
     }
 }
 
-/// Hands a setpoint to the controller's bridge; refuses a non-finite angle or a full queue.
-fn deliver(tx: &Mutex<Sender<SetpointCmd>>, axis: usize, rad: f64) -> bool {
-    if !rad.is_finite() {
-        eprintln!(
-            "gimbal: ROS 2 setpoint for {} refused: not finite",
-            AXES[axis]
-        );
-        return false;
-    }
-    let mut tx = tx.lock().unwrap_or_else(|e| e.into_inner());
-    if tx.send(SetpointCmd { axis, rad }).is_err() {
-        eprintln!("gimbal: ROS 2 setpoint dropped: the controller's queue is full");
-        return false;
-    }
-    true
+/// Hands a setpoint to the controller's bridge; refuses (counted by reason, logged at a
+/// bounded rate) an angle beyond ±π rad, a NaN, or a full queue.
+fn deliver(intake: &Intake<SetpointCmd>, axis: usize, rad: f64) -> bool {
+    intake.offer(
+        check_setpoint(rad)
+            .map(|rad| SetpointCmd { axis, rad })
+            .map_err(|(why, msg)| (why, format!("{} refused: {msg}", SETPOINTS[axis]))),
+    )
 }
 
 #[cfg(test)]
@@ -159,11 +159,18 @@ mod tests {
     #[test]
     fn setpoints_reach_the_bridge_and_bad_ones_are_refused() {
         let (tx, mut rx) = preempt::bridge::channel(1);
-        let tx = Mutex::new(tx);
-        assert!(deliver(&tx, 1, 0.25));
-        assert!(!deliver(&tx, 0, f64::NAN));
-        assert!(!deliver(&tx, 0, 0.5), "queue of one is full");
+        let intake = Intake::new("test: ROS 2 setpoint", tx);
+        assert!(deliver(&intake, 1, 0.25));
+        assert!(!deliver(&intake, 0, f64::NAN));
+        assert!(!deliver(&intake, 1, 1e308), "beyond ±π");
+        assert!(!deliver(&intake, 0, 0.5), "queue of one is full");
         assert_eq!(rx.try_recv(), Some(SetpointCmd { axis: 1, rad: 0.25 }));
         assert_eq!(rx.try_recv(), None);
+        let c = intake.finish();
+        assert_eq!(c.accepted, 1);
+        assert_eq!(
+            (c.refused.nan, c.refused.out_of_range, c.refused.queue_full),
+            (1, 1, 1)
+        );
     }
 }

@@ -32,8 +32,12 @@ pub struct Ros2Counts {
     pub failed: u64,
     /// Setpoints received and handed to the controller.
     pub setpoints_accepted: u64,
-    /// Setpoints received and refused (out of range, the controller's queue full).
+    /// Setpoints received and refused (out of range, NaN, the controller's queue full): the
+    /// sum of `setpoints_refused`.
     pub setpoints_rejected: u64,
+    /// The refused setpoints by reason (issue 40).
+    #[serde(default)]
+    pub setpoints_refused: crate::intake::Refusals,
     /// Setpoint samples that could not be deserialised.
     pub setpoint_errors: u64,
 }
@@ -41,12 +45,14 @@ pub struct Ros2Counts {
 #[cfg(feature = "ros2")]
 impl Ros2Counts {
     /// Node `/name` on `domain_id`: what its publishers sent (`published`, summed over its
-    /// topics) and what its command subscriptions took (`inbound`).
+    /// topics), what its command subscriptions took (`inbound`) and why its intake refused
+    /// what it refused (`refused`).
     pub fn of(
         name: &str,
         domain_id: u16,
         published: preempt_ros2::PublisherCounts,
         inbound: preempt_ros2::SubscriptionCounts,
+        refused: crate::intake::Refusals,
     ) -> Ros2Counts {
         Ros2Counts {
             node: format!("/{name}"),
@@ -56,6 +62,7 @@ impl Ros2Counts {
             failed: published.failed,
             setpoints_accepted: inbound.accepted,
             setpoints_rejected: inbound.rejected,
+            setpoints_refused: refused,
             setpoint_errors: inbound.errors,
         }
     }

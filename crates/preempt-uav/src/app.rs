@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use preempt::bridge::{Receiver, Sender};
 use preempt_io::sys::sched::Policy;
+use preempt_rig::intake::Taken;
 
 use crate::control::Mission;
 use crate::model::V3;
@@ -38,8 +39,9 @@ pub(crate) static SIM_DEAD: AtomicBool = AtomicBool::new(false);
 /// Set when the run should end early (Ctrl-C, SIGTERM).
 pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 static T0: AtomicU64 = AtomicU64::new(0);
-/// Live waypoints the controller took (`--ros2`'s `/uav/waypoint`).
-pub(crate) static LIVE_WAYPOINTS: AtomicU64 = AtomicU64::new(0);
+/// Live waypoints the controller took (`--ros2`'s `/uav/waypoint`), and how many of them a
+/// later one replaced in the same step.
+pub(crate) static LIVE_WAYPOINTS: Taken = Taken::new();
 /// The RTIO backend the exchange uses.
 pub(crate) static BACKEND: Mutex<String> = Mutex::new(String::new());
 /// The error that stopped the run, if any.
@@ -101,7 +103,7 @@ mod flight {
     use preempt_rig::grid::Grid;
 
     use super::{LIVE_WAYPOINTS, SIM_DEAD, STOP, T0};
-    use crate::control::{Controller, Mission, PERIOD_NS, PERIOD_S};
+    use crate::control::{Controller, Mission, PERIOD_NS, PERIOD_S, take_waypoints};
     use crate::frame::{Command, RX_LEN, SensorFrame, TX_LEN};
     use crate::model::{Params, V3};
     use crate::record::FlightRecord;
@@ -201,10 +203,7 @@ mod flight {
         let c0 = super::now_ns();
         // A live waypoint (never blocks: try_recv) replaces the mission's position from now on.
         if let Some(rx) = cx.local.waypoints.as_mut() {
-            while let Some(w) = rx.try_recv() {
-                *cx.local.waypoint = Some(w);
-                LIVE_WAYPOINTS.fetch_add(1, Ordering::Relaxed);
-            }
+            take_waypoints(rx, cx.local.waypoint, &LIVE_WAYPOINTS);
         }
         let sp = cx
             .local

@@ -29,6 +29,9 @@
 //! assert!(speeds.iter().all(|s| *s >= 0.0));
 //! ```
 
+use preempt::bridge::Receiver;
+use preempt_rig::intake::{Refusal, Taken};
+
 use crate::model::{G, Params, Sensors, V3, rot_rpy};
 
 /// Control period, s (250 Hz, the study's loop).
@@ -228,22 +231,40 @@ pub const WAYPOINT_XY_M: f64 = 2.0;
 /// The height range of a live waypoint, m.
 pub const WAYPOINT_Z_M: (f64, f64) = (0.3, 2.5);
 
-/// Checks a live waypoint: finite and inside the box [`WAYPOINT_XY_M`], [`WAYPOINT_Z_M`].
+/// Checks a live waypoint: no NaN, and inside the box [`WAYPOINT_XY_M`], [`WAYPOINT_Z_M`].
 ///
 /// # Errors
-/// What is wrong, with the box.
-pub fn check_waypoint(w: V3) -> Result<V3, String> {
-    if !w.iter().all(|x| x.is_finite()) {
-        return Err(format!("waypoint {w:?}: not finite"));
+/// A NaN ([`Refusal::Nan`]) or a point outside the box, an infinity included
+/// ([`Refusal::OutOfRange`]), with the box.
+pub fn check_waypoint(w: V3) -> Result<V3, (Refusal, String)> {
+    if w.iter().any(|x| x.is_nan()) {
+        return Err((Refusal::Nan, format!("waypoint {w:?}: NaN")));
     }
     let (lo, hi) = WAYPOINT_Z_M;
     if w[0].abs() > WAYPOINT_XY_M || w[1].abs() > WAYPOINT_XY_M || !(lo..=hi).contains(&w[2]) {
-        return Err(format!(
-            "waypoint {w:?} m: outside the flight box (|x|, |y| <= {WAYPOINT_XY_M} m, \
-             z {lo}..={hi} m)"
+        return Err((
+            Refusal::OutOfRange,
+            format!(
+                "waypoint {w:?} m: outside the flight box (|x|, |y| <= {WAYPOINT_XY_M} m, \
+                 z {lo}..={hi} m)"
+            ),
         ));
     }
     Ok(w)
+}
+
+/// Takes every waypoint waiting in `rx` (never blocks: `try_recv`) into `live`, the one in
+/// force: the last one wins; the ones it replaced in this call were never in force and count
+/// as superseded in `taken`. Real-time safe: no allocation, no lock.
+pub fn take_waypoints(rx: &mut Receiver<V3>, live: &mut Option<V3>, taken: &Taken) {
+    let mut got = false;
+    while let Some(w) = rx.try_recv() {
+        *live = Some(w);
+        taken.take();
+        if std::mem::replace(&mut got, true) {
+            taken.supersede();
+        }
+    }
 }
 
 impl Mission {
@@ -479,13 +500,46 @@ mod tests {
         assert!((quad.state.p[0] - w[0]).abs() < 0.05 && (quad.state.p[1] - w[1]).abs() < 0.05);
     }
 
+    /// Issue 40: every waypoint received lands in one counter; 38 accepted ones that were
+    /// never taken appeared in none.
+    #[test]
+    fn every_waypoint_is_counted_once_through_the_intake() {
+        use preempt_rig::intake::Intake;
+        let (tx, mut rx) = preempt::bridge::channel(4);
+        let intake = Intake::new("test: waypoint", tx);
+        let taken = Taken::new();
+        let mut live = None;
+        assert!(intake.offer(check_waypoint([0.5, 0.0, 1.0])));
+        assert!(intake.offer(check_waypoint([1.0, 0.0, 1.0])));
+        assert!(!intake.offer(check_waypoint([0.0, 0.0, 1e308])));
+        take_waypoints(&mut rx, &mut live, &taken);
+        assert_eq!(live, Some([1.0, 0.0, 1.0]));
+        assert!(intake.offer(check_waypoint([0.0, 1.0, 1.0])));
+        let c = intake.finish();
+        let (took, superseded) = taken.get();
+        assert_eq!((c.accepted, took, superseded), (3, 2, 1));
+        assert_eq!(c.refused.out_of_range, 1);
+        assert_eq!(c.accepted - took, 1, "accepted, never taken");
+    }
+
     #[test]
     fn waypoints_outside_the_box_or_not_finite_are_refused() {
         assert!(check_waypoint([0.5, -0.5, 1.2]).is_ok());
-        assert!(check_waypoint([f64::NAN, 0.0, 1.0]).is_err());
-        let e = check_waypoint([0.0, 2.5, 1.0]).unwrap_err();
+        assert!(check_waypoint([-0.0, 0.0, 1.0]).is_ok());
+        assert_eq!(
+            check_waypoint([f64::NAN, 0.0, 1.0]).unwrap_err().0,
+            Refusal::Nan
+        );
+        let (why, e) = check_waypoint([0.0, 2.5, 1.0]).unwrap_err();
+        assert_eq!(why, Refusal::OutOfRange);
         assert!(e.contains("flight box"), "{e}");
         assert!(check_waypoint([0.0, 0.0, 0.1]).is_err());
+        for far in [1e308, f64::INFINITY, -1e308] {
+            assert_eq!(
+                check_waypoint([far, 0.0, 1.0]).unwrap_err().0,
+                Refusal::OutOfRange
+            );
+        }
         let sp = Mission::default().at_waypoint(0.1, Some([1.0, 1.0, 1.0]));
         assert!(
             sp.idle && sp.p == [0.0; 3],

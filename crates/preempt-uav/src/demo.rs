@@ -314,6 +314,7 @@ fn record(
     } else {
         samples
     };
+    let (taken, superseded) = app::LIVE_WAYPOINTS.get();
     let mut cell = FlightCell {
         policy: cfg.policy.label.clone(),
         priority_or_nice: cfg.policy.priority_or_nice(),
@@ -325,7 +326,11 @@ fn record(
         output_error: Some(tail.pending()),
         expected_steps: expected,
         telemetry_lost: lost,
-        live_waypoints: app::LIVE_WAYPOINTS.load(Ordering::Relaxed),
+        live_waypoints: taken,
+        live_waypoints_superseded: superseded,
+        live_waypoints_not_taken: ros2
+            .as_ref()
+            .map_or(0, |r| r.setpoints_accepted.saturating_sub(taken)),
         ros2,
         sim: counters,
         rtio_backend: app::BACKEND.lock().map(|b| b.clone()).unwrap_or_default(),

@@ -58,14 +58,18 @@ impl FlightCell {
         let r = self.ros2.as_ref()?;
         Some(format!(
             "ROS 2 node {} (domain {}): {} messages published, {} dropped before DDS, {} \
-             refused by it; waypoints {} taken, {} refused{}",
+             refused by it; waypoints {} taken ({} superseded in the same step), {} never \
+             taken, {} refused, {} undecodable{}",
             r.node,
             r.domain_id,
             r.published,
             r.dropped,
             r.failed,
             self.live_waypoints,
-            r.setpoints_rejected + r.setpoint_errors,
+            self.live_waypoints_superseded,
+            self.live_waypoints_not_taken,
+            r.setpoints_rejected,
+            r.setpoint_errors,
             if self.live_waypoints > 0 {
                 " (the flight departed from the mission: its errors include the detour)"
             } else {
@@ -152,6 +156,14 @@ pub struct FlightCell {
     /// detour too.
     #[serde(default)]
     pub live_waypoints: u64,
+    /// Of `live_waypoints`, those a later one replaced in the same control step (never in
+    /// force).
+    #[serde(default)]
+    pub live_waypoints_superseded: u64,
+    /// Waypoints the node accepted that the controller never took: still queued when the
+    /// flight ended. `ros2.setpoints_accepted` = `live_waypoints` + this.
+    #[serde(default)]
+    pub live_waypoints_not_taken: u64,
     /// The `--ros2` node's counts (none without `--ros2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ros2: Option<preempt_rig::result::Ros2Counts>,

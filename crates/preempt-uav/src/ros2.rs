@@ -17,9 +17,13 @@
 //! the body frame `base_link` (REP 105); the reference is the position the cascade tracked
 //! at that step (the mission's, or the live waypoint's), at yaw 0 (the mission's). A
 //! waypoint's position counts (its orientation is not used); it must lie in the flight box
-//! (`control::check_waypoint`), and is counted in `live_waypoints`.
+//! (`control::check_waypoint`); one the controller takes is counted in `live_waypoints`, the
+//! refused ones by reason in `ros2.setpoints_refused` (their stderr lines are rate-limited).
+
+use std::sync::Arc;
 
 use preempt::bridge::Sender;
+use preempt_rig::intake::Intake;
 use preempt_rig::result::Ros2Counts;
 use preempt_ros2::msg::{
     Covariance, Header, Odometry, Point, Pose, PoseStamped, PoseWithCovariance, Quaternion, Time,
@@ -65,6 +69,7 @@ pub struct Ros2Live {
     odom: Publisher<Odometry>,
     reference: Publisher<PoseStamped>,
     waypoints: SubscriptionHandle,
+    intake: Arc<Intake<V3>>,
     base_ns: u64,
 }
 
@@ -74,15 +79,16 @@ impl Ros2Live {
     ///
     /// # Errors
     /// [`check`]'s, or DDS refusing to start.
-    pub fn start(base_ns: u64, mut waypoints: Sender<V3>) -> Result<Ros2Live, String> {
+    pub fn start(base_ns: u64, waypoints: Sender<V3>) -> Result<Ros2Live, String> {
+        let intake = Arc::new(Intake::new("uav: ROS 2 waypoint", waypoints));
         let cfg = check()?;
         let mut node = Ros2Node::start(&cfg)?;
         let pose = node.publisher(POSE, Qos::SensorData, QUEUE)?;
         let odom = node.publisher(ODOM, Qos::SensorData, QUEUE)?;
         let reference = node.publisher(REFERENCE, Qos::SensorData, QUEUE)?;
-        let handle = node.subscribe::<PoseStamped>(WAYPOINT, Qos::Command, move |m| {
-            deliver(&mut waypoints, &m)
-        })?;
+        let i = Arc::clone(&intake);
+        let handle =
+            node.subscribe::<PoseStamped>(WAYPOINT, Qos::Command, move |m| deliver(&i, &m))?;
         node.spawn_subscriptions()?;
         Ok(Ros2Live {
             node,
@@ -90,6 +96,7 @@ impl Ros2Live {
             odom,
             reference,
             waypoints: handle,
+            intake,
             base_ns,
         })
     }
@@ -111,14 +118,22 @@ impl Ros2Live {
     /// summed; the waypoints as the inbound commands).
     pub fn finish(self) -> Ros2Counts {
         let domain_id = self.domain_id();
-        let waypoints = self.waypoints.counts();
         let published = [
             self.pose.finish(),
             self.odom.finish(),
             self.reference.finish(),
         ];
         self.node.stop();
-        Ros2Counts::of(NODE, domain_id, published.into_iter().sum(), waypoints)
+        // After the subscription thread stopped: nothing arrives any more.
+        let waypoints = self.waypoints.counts();
+        let refused = self.intake.finish().refused;
+        Ros2Counts::of(
+            NODE,
+            domain_id,
+            published.into_iter().sum(),
+            waypoints,
+            refused,
+        )
     }
 }
 
@@ -186,22 +201,14 @@ fn vector(v: V3) -> Vector3 {
     }
 }
 
-/// Hands a waypoint's position to the controller's bridge; refuses one outside the flight
-/// box, or a full queue (each said once per waypoint on stderr).
-fn deliver(tx: &mut Sender<V3>, m: &PoseStamped) -> bool {
+/// Hands a waypoint's position to the controller's bridge; refuses (counted by reason,
+/// logged at a bounded rate) one outside the flight box, a NaN, or a full queue.
+fn deliver(intake: &Intake<V3>, m: &PoseStamped) -> bool {
     let p = &m.pose.position;
-    let w = match check_waypoint([p.x, p.y, p.z]) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("uav: ROS 2 {WAYPOINT} refused: {e}");
-            return false;
-        }
-    };
-    if tx.send(w).is_err() {
-        eprintln!("uav: ROS 2 waypoint dropped: the controller's queue is full");
-        return false;
-    }
-    true
+    intake.offer(
+        check_waypoint([p.x, p.y, p.z])
+            .map_err(|(why, e)| (why, format!("{WAYPOINT} refused: {e}"))),
+    )
 }
 
 #[cfg(test)]
@@ -248,21 +255,58 @@ mod tests {
         assert_eq!(reference.pose.orientation, Quaternion::default());
     }
 
-    #[test]
-    fn waypoints_reach_the_bridge_and_bad_ones_are_refused() {
-        let (mut tx, mut rx) = preempt::bridge::channel(1);
-        let at = |x: f64, z: f64| PoseStamped {
+    fn at(x: f64, z: f64) -> PoseStamped {
+        PoseStamped {
             pose: Pose {
                 position: Point { x, y: 0.0, z },
                 ..Pose::default()
             },
             ..PoseStamped::default()
-        };
-        assert!(deliver(&mut tx, &at(0.5, 1.5)));
-        assert!(!deliver(&mut tx, &at(f64::NAN, 1.0)));
-        assert!(!deliver(&mut tx, &at(0.0, 9.0)), "above the box");
-        assert!(!deliver(&mut tx, &at(0.0, 1.0)), "queue of one is full");
+        }
+    }
+
+    #[test]
+    fn waypoints_reach_the_bridge_and_bad_ones_are_refused() {
+        let (tx, mut rx) = preempt::bridge::channel(1);
+        let intake = Intake::new("test: waypoint", tx);
+        assert!(deliver(&intake, &at(0.5, 1.5)));
+        assert!(!deliver(&intake, &at(f64::NAN, 1.0)));
+        assert!(!deliver(&intake, &at(0.0, 9.0)), "above the box");
+        assert!(!deliver(&intake, &at(0.0, 1.0)), "queue of one is full");
         assert_eq!(rx.try_recv(), Some([0.5, 0.0, 1.5]));
         assert_eq!(rx.try_recv(), None);
+        let c = intake.finish();
+        assert_eq!(c.accepted, 1);
+        assert_eq!(
+            (c.refused.nan, c.refused.out_of_range, c.refused.queue_full),
+            (1, 1, 1)
+        );
+    }
+
+    /// Issue 40: 100 000 refused waypoints (216 801 in 14 s wrote 151 580 stderr lines)
+    /// write a bounded number of lines.
+    #[test]
+    fn a_flood_of_refused_waypoints_writes_a_bounded_number_of_lines() {
+        let (log, lines) = preempt_io::ratelog::RateLimitedLog::collecting(
+            "test: refused",
+            preempt_io::ratelog::BURST,
+            preempt_io::ratelog::INTERVAL,
+        );
+        let (tx, _rx) = preempt::bridge::channel(1);
+        let intake = Intake::with_log("uav: ROS 2 waypoint", log, tx);
+        for i in 0..100_000 {
+            deliver(&intake, &at(f64::from(i), 1.0));
+        }
+        let c = intake.finish();
+        // The first is inside the box and fills the queue of one; the rest are refused.
+        assert_eq!(c.accepted + c.refused.total(), 100_000);
+        let lines = lines.lock().unwrap();
+        assert!(lines.len() <= 20, "{} lines", lines.len());
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("uav: ROS 2 waypoint: /uav/waypoint refused")),
+            "{lines:?}"
+        );
     }
 }
