@@ -5,9 +5,10 @@ definitions (sensor_msgs/JointState, std_msgs/Float64, geometry_msgs/PoseStamped
 nav_msgs/Odometry) under the names ROS 2 gives them on the wire (`pkg::msg::dds_::Type_`,
 topics `rt/...`).
 
-It subscribes to a preempt demo's topics, optionally publishes one setpoint (a std_msgs/Float64
-value) or waypoint (a geometry_msgs/PoseStamped position x,y,z) once its writer has matched the
-demo's reader, and writes what it received to --out as JSON:
+It subscribes to a preempt demo's topics, optionally publishes setpoints (a std_msgs/Float64
+value) or waypoints (a geometry_msgs/PoseStamped position x,y,z), each once, in order, once its
+writer has matched the demo's reader (the i-th after --pub-after + i x PUB_GAP messages on the
+first --sub topic), and writes what it received to --out as JSON:
 
     {"topics": {"/gimbal/joint_states": {"type": ..., "count": N, "samples": [...]}},
      "published": [{"topic": ..., "data": ..., "after_received": N}]}
@@ -138,6 +139,11 @@ SETPOINT_QOS = Qos(Policy.Reliability.Reliable(max_blocking_time=1_000_000_000),
                    Policy.History.KeepLast(1), Policy.Durability.TransientLocal)
 
 
+# Messages received between two --pub values: apart, so that the keep-last-1 writer has sent
+# (and the reader acknowledged) one before the next replaces it in its history.
+PUB_GAP = 100
+
+
 def stamp_ns(msg):
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
@@ -163,9 +169,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sub", action="append", default=[], metavar="TOPIC=TYPE",
                     help="subscribe, e.g. /gimbal/joint_states=sensor_msgs/msg/JointState")
-    ap.add_argument("--pub", metavar="TOPIC=VALUE",
+    ap.add_argument("--pub", action="append", default=[], metavar="TOPIC=VALUE",
                     help="publish once matched: a std_msgs/Float64 (/gimbal/setpoint/pan=0.3) or, "
-                         "given x,y,z, a geometry_msgs/PoseStamped (/uav/waypoint=0.5,-0.5,1.2)")
+                         "given x,y,z, a geometry_msgs/PoseStamped (/uav/waypoint=0.5,-0.5,1.2); "
+                         "repeatable: published in order, PUB_GAP received messages apart")
     ap.add_argument("--pub-after", type=int, default=100,
                     help="messages to receive on the first --sub topic before publishing")
     ap.add_argument("--duration", type=float, required=True, help="seconds to listen")
@@ -181,9 +188,9 @@ def main():
         topic, typ = spec.split("=", 1)
         t = Topic(dp, "rt" + topic, TYPES[typ])
         readers.append((topic, typ, DataReader(dp, t, qos=SENSOR_QOS), []))
-    writer, pub_value, published = None, None, []
-    if args.pub:
-        topic, value = args.pub.split("=", 1)
+    writers, to_publish, published = {}, [], []
+    for spec in args.pub:
+        topic, value = spec.split("=", 1)
         xyz = [float(v) for v in value.split(",")]
         if len(xyz) == 3:
             msg = PoseStamped(header=Header(frame_id="map"),
@@ -192,8 +199,9 @@ def main():
         else:
             (data,) = xyz
             msg = Float64(data=data)
-        writer = DataWriter(dp, Topic(dp, "rt" + topic, type(msg)), qos=SETPOINT_QOS)
-        pub_value = (topic, data, msg)
+        if topic not in writers:
+            writers[topic] = DataWriter(dp, Topic(dp, "rt" + topic, type(msg)), qos=SETPOINT_QOS)
+        to_publish.append((topic, data, msg))
     if args.ready:
         open(args.ready, "w").close()
 
@@ -206,13 +214,14 @@ def main():
             for s in reader.take(N=10000):
                 if s.sample_info.valid_data:
                     got.append(summary(s))
-        if writer is not None and pub_value is not None and readers:
+        if to_publish and readers:
             first = len(readers[0][3])
-            if first >= args.pub_after and writer.get_matched_subscriptions():
-                writer.write(pub_value[2])
-                published.append({"topic": pub_value[0], "data": pub_value[1],
-                                  "after_received": first})
-                pub_value = None
+            topic, data, msg = to_publish[0]
+            due = args.pub_after + PUB_GAP * len(published)
+            if first >= due and writers[topic].get_matched_subscriptions():
+                writers[topic].write(msg)
+                published.append({"topic": topic, "data": data, "after_received": first})
+                to_publish.pop(0)
         time.sleep(0.01)
 
     out = {"domain_id": domain, "topics": {}, "published": published}

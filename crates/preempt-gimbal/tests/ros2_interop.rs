@@ -2,9 +2,10 @@
 //! Cyclone DDS (PyPI `cyclonedds`, the DDS under ROS 2's `rmw_cyclonedds_cpp`) running
 //! `scripts/ros2_cyclone_peer.py`, whose IDL types are written from the ROS 2 message
 //! definitions. The peer subscribes to `/gimbal/joint_states` and publishes one
-//! `std_msgs/Float64` setpoint on `/gimbal/setpoint/tilt`; this test compares what it received
-//! with the demo's own records (the MCAP, sample for sample by stamp) and counts (the JSON),
-//! and checks that the controller acted on the setpoint.
+//! `std_msgs/Float64` setpoint of 1e308 (refused: beyond ±π rad, issue 40) then a valid one on
+//! `/gimbal/setpoint/tilt`; this test compares what it received with the demo's own records
+//! (the MCAP, sample for sample by stamp) and counts (the JSON), and checks that the controller
+//! acted on the valid setpoint only.
 //!
 //! Both run in a network namespace of their own whose only interface is loopback (with
 //! multicast on, for RTPS discovery; `scripts/ros2_loopback.sh`): no DDS traffic leaves the
@@ -24,6 +25,9 @@ mod support;
 const DURATION_S: u32 = 4;
 /// The setpoint the peer publishes, rad (the script's tilt is -0.3 from 1 s on).
 const SETPOINT_RAD: f64 = 0.2;
+/// The setpoint the peer publishes first: beyond ±π rad, refused and counted (issue 40: it
+/// was accepted and wound the tilt axis past ten turns).
+const FAR_RAD: f64 = 1e308;
 /// The domain both use (not 0: the test checks `ROS_DOMAIN_ID` is honoured).
 const DOMAIN: u16 = 7;
 
@@ -99,6 +103,7 @@ fn a_cyclone_dds_peer_receives_the_joint_states_and_its_setpoint_moves_the_axis(
     let mut cmd = Command::new(repo_root().join("scripts/ros2_loopback.sh"));
     cmd.arg(&dir)
         .args(["--sub", "/gimbal/joint_states=sensor_msgs/msg/JointState"])
+        .args(["--pub", &format!("/gimbal/setpoint/tilt={FAR_RAD:e}")])
         .args(["--pub", &format!("/gimbal/setpoint/tilt={SETPOINT_RAD}")])
         .args([
             "--pub-after",
@@ -175,11 +180,30 @@ fn a_cyclone_dds_peer_receives_the_joint_states_and_its_setpoint_moves_the_axis(
         assert_eq!(m["velocity"], serde_json::json!([]));
     }
 
-    // The peer's setpoint reached the controller once, and the tilt axis went there.
-    assert_eq!(peer["published"].as_array().unwrap().len(), 1, "{log}");
+    // The peer's 1e308 was refused and counted as out of range (said once on stderr); its
+    // valid setpoint reached the controller once, and the tilt axis went there.
+    assert_eq!(peer["published"].as_array().unwrap().len(), 2, "{log}");
     assert_eq!(ros2["setpoints_accepted"], 1, "{ros2}");
-    assert_eq!(ros2["setpoints_rejected"], 0, "{ros2}");
+    assert_eq!(ros2["setpoints_rejected"], 1, "{ros2}");
+    assert_eq!(
+        ros2["setpoints_refused"],
+        serde_json::json!({"nan": 0, "out_of_range": 1, "queue_full": 0}),
+        "{ros2}"
+    );
+    assert_eq!(ros2["setpoint_errors"], 0, "{ros2}");
     assert_eq!(data["live_setpoints"], 1);
+    assert_eq!(data["live_setpoints_superseded"], 0);
+    assert_eq!(data["live_setpoints_not_taken"], 0);
+    assert!(
+        log.contains("/gimbal/setpoint/tilt refused: the setpoint 1e308 rad is beyond ±π rad"),
+        "{log}"
+    );
+    assert!(
+        states
+            .values()
+            .all(|(_, _, sp)| sp[1].abs() <= std::f64::consts::PI),
+        "a tilt setpoint beyond ±π was in force"
+    );
     let followed: Vec<_> = states
         .values()
         .filter(|(_, _, sp)| sp[1] == SETPOINT_RAD)

@@ -3,9 +3,10 @@
 //! Eclipse Cyclone DDS (PyPI `cyclonedds`, the DDS under ROS 2's `rmw_cyclonedds_cpp`)
 //! running `scripts/ros2_cyclone_peer.py`, whose IDL types are written from the ROS 2 message
 //! definitions. The peer subscribes to `/uav/pose`, `/uav/odom` and `/uav/reference` and
-//! publishes one `geometry_msgs/PoseStamped` waypoint on `/uav/waypoint`; this test compares
-//! what it received with the flight's own records (the MCAP, step for step by stamp) and
-//! counts (the JSON), and checks that the vehicle flew to the waypoint.
+//! publishes a `geometry_msgs/PoseStamped` waypoint 1e308 m up (refused: outside the flight
+//! box, issue 40) then a valid one on `/uav/waypoint`; this test compares what it received
+//! with the flight's own records (the MCAP, step for step by stamp) and counts (the JSON), and
+//! checks that the vehicle flew to the valid waypoint.
 //!
 //! Both run in a network namespace of their own whose only interface is loopback
 //! (`scripts/ros2_loopback.sh`; `CYCLONEDDS_URI` pins Cyclone to `lo`): no DDS traffic
@@ -127,6 +128,8 @@ fn a_cyclone_dds_peer_receives_pose_odometry_reference_and_its_waypoint_is_flown
     let [x, y, z] = WAYPOINT;
     cmd.args([
         "--pub",
+        "/uav/waypoint=0,0,1e308",
+        "--pub",
         &format!("/uav/waypoint={x},{y},{z}"),
         "--pub-after",
         "100",
@@ -213,11 +216,19 @@ fn a_cyclone_dds_peer_receives_pose_odometry_reference_and_its_waypoint_is_flown
         }
     }
 
-    // The peer's waypoint reached the controller once, and the vehicle flew there.
-    assert_eq!(peer["published"].as_array().unwrap().len(), 1, "{log}");
+    // The peer's waypoint outside the box was refused and counted by reason; its valid one
+    // reached the controller once, and the vehicle flew there.
+    assert_eq!(peer["published"].as_array().unwrap().len(), 2, "{log}");
     assert_eq!(ros2["setpoints_accepted"], 1, "{ros2}");
-    assert_eq!(ros2["setpoints_rejected"], 0, "{ros2}");
+    assert_eq!(ros2["setpoints_rejected"], 1, "{ros2}");
+    assert_eq!(ros2["setpoints_refused"]["out_of_range"], 1, "{ros2}");
     assert_eq!(cell["live_waypoints"], 1, "{cell}");
+    assert_eq!(cell["live_waypoints_superseded"], 0, "{cell}");
+    assert_eq!(cell["live_waypoints_not_taken"], 0, "{cell}");
+    assert!(
+        log.contains("/uav/waypoint refused: waypoint [0.0, 0.0, 1e308]"),
+        "{log}"
+    );
     let held: Vec<&Step> = steps
         .values()
         .filter(|s| dist(s.setpoint, WAYPOINT) < 1e-5)
