@@ -1,8 +1,9 @@
 //! The live Foxglove WebSocket server of `gimbal-demo --foxglove ADDR` (cargo feature
 //! `foxglove`), driven by an independent client speaking the protocol
 //! (subprotocol `foxglove.sdk.v1`: the ws-protocol of <https://github.com/foxglove/ws-protocol>, as the SDK names it) over `tungstenite`: it
-//! subscribes to `/gimbal/state` and receives state messages, and publishes a setpoint that
-//! the controller then follows (the state messages carry the setpoint `sample` used).
+//! subscribes to `/gimbal/state` and receives state messages, and publishes a setpoint of
+//! 1e308 rad (refused and counted: beyond ±π, issue 40) then a valid one that the controller
+//! then follows (the state messages carry the setpoint `sample` used).
 //!
 //! Without real-time privileges the run uses `PREEMPT_SOFT=1`; with
 //! `PREEMPT_REQUIRE_PRIVILEGED=1` missing privileges fail the test instead.
@@ -95,15 +96,20 @@ fn a_foxglove_client_receives_state_and_its_setpoint_reaches_the_controller() {
     let sub = serde_json::json!({"op": "subscribe",
         "subscriptions": [{"id": 7, "channelId": state_channel.unwrap()}]});
     ws.send(Message::text(sub.to_string())).unwrap();
-    // Advertise a client channel and publish one setpoint on it (binary opcode 1: channel
-    // id, then the payload).
+    // Advertise a client channel and publish two setpoints on it (binary opcode 1: channel
+    // id, then the payload): one beyond ±π, refused, then a valid one.
     let adv = serde_json::json!({"op": "advertise", "channels": [{"id": 1,
         "topic": "/gimbal/setpoint", "encoding": "json", "schemaName": "preempt.gimbal.Setpoint"}]});
     ws.send(Message::text(adv.to_string())).unwrap();
-    let mut frame = vec![1_u8];
-    frame.extend_from_slice(&1_u32.to_le_bytes());
-    frame.extend_from_slice(br#"{"axis": "tilt", "rad": 0.2}"#);
-    ws.send(Message::binary(frame)).unwrap();
+    for payload in [
+        br#"{"axis": "tilt", "rad": 1e308}"#.as_slice(),
+        br#"{"axis": "tilt", "rad": 0.2}"#.as_slice(),
+    ] {
+        let mut frame = vec![1_u8];
+        frame.extend_from_slice(&1_u32.to_le_bytes());
+        frame.extend_from_slice(payload);
+        ws.send(Message::binary(frame)).unwrap();
+    }
 
     // State messages (binary opcode 1: subscription id, log time, payload) arrive, and the
     // controller follows the published setpoint instead of the script's -0.3 rad.
@@ -117,7 +123,12 @@ fn a_foxglove_client_receives_state_and_its_setpoint_reaches_the_controller() {
                 assert!(last_k.is_none_or(|l| k > l), "state went back: {k}");
                 last_k = Some(k);
                 states += 1;
-                followed |= v["tilt"]["setpoint_rad"].as_f64() == Some(0.2);
+                let tilt = v["tilt"]["setpoint_rad"].as_f64().unwrap();
+                assert!(
+                    tilt.abs() <= std::f64::consts::PI,
+                    "tilt setpoint {tilt} in force"
+                );
+                followed |= tilt == 0.2;
             }
             Ok(_) => {}
             Err(e) => panic!("after {states} state messages (setpoint followed: {followed}): {e}"),
@@ -134,5 +145,18 @@ fn a_foxglove_client_receives_state_and_its_setpoint_reaches_the_controller() {
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("gimbal.json")).unwrap()).unwrap();
     assert_eq!(r["data"]["live_setpoints"], 1);
+    assert_eq!(r["data"]["live_setpoints_not_taken"], 0);
+    assert_eq!(
+        r["data"]["foxglove_setpoints"],
+        serde_json::json!({"accepted": 1, "undecodable": 0,
+            "refused": {"nan": 0, "out_of_range": 1, "queue_full": 0}})
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "gimbal: Foxglove: tilt setpoint refused: the setpoint 1e308 rad is beyond ±π rad"
+        ),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
