@@ -405,8 +405,13 @@ fn finish(app: &'static App, code: i32, explained: Option<&explain::Report>) -> 
                 };
                 eprintln!("time stamps: {source}");
             }
-            if let Some(report) = explained {
-                eprint!("{}", report.summary());
+            match explained {
+                Some(report) => eprint!("{}", report.summary()),
+                None => {
+                    if let Some(hint) = unexplained_misses_hint(&stats) {
+                        eprintln!("{hint}");
+                    }
+                }
             }
         }
         if let Some(path) = std::env::var_os(STATS_JSON_ENV) {
@@ -426,6 +431,21 @@ fn finish(app: &'static App, code: i32, explained: Option<&explain::Report>) -> 
         RUNNING.store(std::ptr::null_mut(), Ordering::Release);
     }
     code
+}
+
+/// What to do about deadline misses that nothing explained: the summary counts them, and
+/// the explainer (kernel trace events) says what delayed each one.
+fn unexplained_misses_hint(stats: &crate::stats::AppStats) -> Option<String> {
+    let misses: u64 = stats.tasks.iter().map(|t| t.stats.deadline_misses).sum();
+    (misses > 0).then(|| {
+        format!(
+            "{misses} deadline miss(es), not explained: run again with {}=1 (root or \
+             CAP_SYS_ADMIN: it reads the kernel's trace events) and the summary names what \
+             delayed each job (another thread, an interrupt, RT throttling); docs/MEASURING.md, \
+             \"Why was it late\"",
+            explain::EXPLAIN_ENV
+        )
+    })
 }
 
 /// The statistics JSON with the `explain` object added.

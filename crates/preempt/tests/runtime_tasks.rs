@@ -343,6 +343,27 @@ mod gpio_app {
     }
 }
 
+/// A periodic task that overruns its deadline on every job (300 µs of work, 100 µs deadline).
+#[preempt::app(main = false, summary = true)]
+mod late_app {
+    #[init]
+    fn init(_: init::Context) -> (Shared, Local, init::Monotonics) {
+        (Shared {}, Local {}, init::Monotonics())
+    }
+
+    #[task(priority = 2, period = 2.millis(), deadline = 100.micros(), local = [jobs: u32 = 0])]
+    fn late(cx: late::Context) {
+        let begin = std::time::Instant::now();
+        while begin.elapsed() < std::time::Duration::from_micros(300) {
+            std::hint::spin_loop();
+        }
+        *cx.local.jobs += 1;
+        if *cx.local.jobs == 10 {
+            preempt::exit(0);
+        }
+    }
+}
+
 /// Runs the app named by `PREEMPT_TEST_CHILD` (when this binary is a child).
 #[test]
 fn child() {
@@ -352,7 +373,20 @@ fn child() {
         ("summary", summary_app::run),
         ("no_alloc_tasks", no_alloc_tasks::run),
         ("gpio", gpio_app::run),
+        ("late", late_app::run),
     ]);
+}
+
+/// Misses with nothing explaining them: the summary says how to get the explanation.
+#[test]
+fn a_summary_with_unexplained_misses_says_how_to_explain_them() {
+    let out = run_child("late", &[], 4, Duration::from_secs(30));
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("deadline miss(es), not explained: run again with PREEMPT_EXPLAIN=1"),
+        "{stderr}"
+    );
 }
 
 #[test]
