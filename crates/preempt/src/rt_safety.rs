@@ -192,8 +192,9 @@ pub struct First {
     pub cycle: u64,
     /// The interposed libc function (`write`, `clock_nanosleep`, ..), for calls.
     pub call: Option<String>,
-    /// The first frame of the backtrace in the app's own code (`function at file:line`);
-    /// `None` for page faults and context switches, which are counted over the whole job.
+    /// The first frame of the backtrace in the app's own code (`function at file:line`, or
+    /// `function (no file:line)` in a build without line tables); `None` for page faults
+    /// and context switches, which are counted over the whole job.
     pub site: Option<String>,
     /// The symbolised backtrace, innermost frame first (empty for counted kinds).
     pub backtrace: Vec<String>,
@@ -544,19 +545,60 @@ fn frames_of(text: &str) -> Vec<String> {
     out
 }
 
-/// The first frame of `frames` in the app's code (with a source location).
+/// Frames of the C library (thread start-up, system-call wrappers): with its debug
+/// information installed they have locations, and they are never the app's call site.
+const C_LIBRARY: &[&str] = &["start_thread", "clone", "__clone", "__GI_", "__libc"];
+
+/// Source locations of the C library as its debug information names them (glibc's build
+/// tree: `./nptl/pthread_create.c`, `../sysdeps/...`).
+const C_LIBRARY_FILES: &[&str] = &["./nptl/", "../sysdeps/", "./csu/", "../nptl/", "./misc/"];
+
+/// Frames of the runtime around a task (its executor, the macro's dispatch): the task's own
+/// function is inside them.
+const RUNTIME: &[&str] = &["preempt::", "<preempt::", "preempt_"];
+
+/// Said after a call site named without a file and line.
+pub const NO_LINE_TABLES: &str = "(no file:line)";
+
+/// How to get a file and line, said once under findings that have none.
+const LINE_TABLES_ADVICE: &str = "  (no file:line: this build has no line tables; add \
+     `debug = \"line-tables-only\"` to `[profile.release]` in the app's Cargo.toml, and \
+     rebuild)";
+
+/// The first frame of `frames` in the app's code: with a source location where the build
+/// has line tables; otherwise the first function that is not the checker's, the standard
+/// library's, the C library's or the runtime's (a user crate's plain `cargo build --release`
+/// has no line tables, and the first frame with a location is then glibc's `start_thread`),
+/// followed by [`NO_LINE_TABLES`].
 fn site(frames: &[String]) -> Option<String> {
-    frames
+    let app_function = |function: &str| {
+        !NOT_APP.iter().any(|p| function.starts_with(p))
+            && !C_LIBRARY.iter().any(|p| function.starts_with(p))
+    };
+    let located = frames
         .iter()
         .filter_map(|f| {
             f.split_once(" at ")
                 .map(|(function, file)| (f, function, file))
         })
         .find(|(_, function, file)| {
-            !NOT_APP.iter().any(|p| function.starts_with(p))
+            app_function(function)
                 && !NOT_APP_FILES.iter().any(|p| file.contains(p))
+                && !C_LIBRARY_FILES.iter().any(|p| file.starts_with(p))
         })
-        .map(|(f, _, _)| f.clone())
+        .map(|(f, _, _)| f.clone());
+    located.or_else(|| {
+        frames
+            .iter()
+            .map(|f| {
+                f.split_once(" at ")
+                    .map_or(f.as_str(), |(function, _)| function)
+            })
+            .find(|function| {
+                app_function(function) && !RUNTIME.iter().any(|p| function.starts_with(p))
+            })
+            .map(|function| format!("{function} {NO_LINE_TABLES}"))
+    })
 }
 
 /// The findings so far, symbolised (the first call symbolises each backtrace: slow).
@@ -660,6 +702,15 @@ impl fmt::Display for Report<'_> {
                 }
             }
         }
+        let unlocated = findings.iter().any(|x| {
+            x.first
+                .site
+                .as_deref()
+                .is_some_and(|s| s.ends_with(NO_LINE_TABLES))
+        });
+        if unlocated {
+            writeln!(f, "{LINE_TABLES_ADVICE}")?;
+        }
         Ok(())
     }
 }
@@ -757,6 +808,47 @@ mod tests {
             site(&frames).as_deref(),
             Some("rt_alloc::app::sample at crates/preempt/examples/a.rs:12:9")
         );
+    }
+
+    #[test]
+    fn without_line_tables_the_call_site_is_the_task_function_not_libc() {
+        // A user crate's plain release build: the app's frames have no location, glibc's
+        // (with its debug information) have one.
+        let frames = vec![
+            "std::backtrace::Backtrace::force_capture".to_string(),
+            "preempt::rt_safety::record".to_string(),
+            "alloc::alloc::alloc".to_string(),
+            "ctrl::app::control".to_string(),
+            "preempt::executor::Executor<M,_>::run_message".to_string(),
+            "start_thread at ./nptl/pthread_create.c:442:8".to_string(),
+            "clone3 at ../sysdeps/unix/sysv/linux/x86_64/clone3.S:81".to_string(),
+        ];
+        let site = site(&frames).unwrap();
+        assert_eq!(site, format!("ctrl::app::control {NO_LINE_TABLES}"));
+        // Only runtime and library frames: no call site to name.
+        assert_eq!(super::site(&frames[4..]), None);
+    }
+
+    #[test]
+    fn the_report_says_once_how_to_get_file_and_line() {
+        let finding = |task: &str| Finding {
+            task: task.to_string(),
+            priority: 2,
+            kind: Kind::Allocation,
+            count: 1,
+            first: First {
+                cycle: 1,
+                call: None,
+                site: Some(format!("ctrl::app::{task} {NO_LINE_TABLES}")),
+                backtrace: vec![format!("ctrl::app::{task}")],
+            },
+        };
+        let text = report(Mode::Warn, &[finding("control"), finding("log")]).to_string();
+        assert!(
+            text.contains("at ctrl::app::control (no file:line)"),
+            "{text}"
+        );
+        assert_eq!(text.matches("line-tables-only").count(), 1, "{text}");
     }
 
     #[test]
