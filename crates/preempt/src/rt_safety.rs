@@ -561,9 +561,9 @@ const RUNTIME: &[&str] = &["preempt::", "<preempt::", "preempt_"];
 pub const NO_LINE_TABLES: &str = "(no file:line)";
 
 /// How to get a file and line, said once under findings that have none.
-const LINE_TABLES_ADVICE: &str = "  (no file:line: this build has no line tables; add \
-     `debug = \"line-tables-only\"` to `[profile.release]` in the app's Cargo.toml, and \
-     rebuild)";
+const LINE_TABLES_ADVICE: &str = "  (no file:line of the app: this build has no line \
+     tables; add `debug = \"line-tables-only\"` to `[profile.release]` in the app's \
+     Cargo.toml and rebuild)";
 
 /// The first frame of `frames` in the app's code: with a source location where the build
 /// has line tables; otherwise the first function that is not the checker's, the standard
@@ -702,11 +702,11 @@ impl fmt::Display for Report<'_> {
                 }
             }
         }
-        let unlocated = findings.iter().any(|x| {
-            x.first
-                .site
-                .as_deref()
-                .is_some_and(|s| s.ends_with(NO_LINE_TABLES))
+        // No file and line, or no frame of the app at all (its function inlined into the
+        // executor's loop, which only line tables' inline records can name).
+        let unlocated = findings.iter().any(|x| match x.first.site.as_deref() {
+            Some(site) => site.ends_with(NO_LINE_TABLES),
+            None => !x.first.backtrace.is_empty(),
         });
         if unlocated {
             writeln!(f, "{LINE_TABLES_ADVICE}")?;
