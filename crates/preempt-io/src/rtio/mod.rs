@@ -38,6 +38,7 @@
 
 pub mod backend;
 pub mod context;
+mod core;
 pub mod iodev;
 mod mempool;
 pub mod sensor;

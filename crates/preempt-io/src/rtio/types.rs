@@ -467,3 +467,15 @@ pub struct RtioStats {
     /// Multishot entries the executor re-armed after the kernel ended them.
     pub multishot_rearms: u64,
 }
+
+/// Which backend a context should use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// io_uring if it works here, else epoll (the reason is recorded).
+    #[default]
+    Auto,
+    /// io_uring or an error.
+    IoUring,
+    /// epoll + non-blocking syscalls, even where io_uring works (tests, comparisons).
+    Epoll,
+}

@@ -6,7 +6,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use super::super::context::{Core, Dev, NONE, State};
+use super::super::core::{Core, Dev, NONE, State};
 use super::super::types::{Block, Op, SqeFlags};
 use super::{BackendInfo, BackendKind};
 use crate::sys::clock::{self, ClockId};

@@ -12,21 +12,11 @@ mod uring;
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use super::context::{Core, RtioConfig};
+use super::core::{Core, RtioConfig};
 use super::iodev::MultishotMode;
 use crate::sys::fdio::FileKind;
 
-/// Which backend a context should use.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// io_uring if it works here, else epoll (the reason is recorded).
-    #[default]
-    Auto,
-    /// io_uring or an error.
-    IoUring,
-    /// epoll + non-blocking syscalls, even where io_uring works (tests, comparisons).
-    Epoll,
-}
+pub use super::types::BackendChoice;
 
 /// The backend in use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

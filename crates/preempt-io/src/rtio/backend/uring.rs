@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use io_uring::types::{BufRingEntry, Fd, Fixed, TimeoutFlags, Timespec};
 use io_uring::{IoUring, cqueue, opcode, squeue};
 
-use super::super::context::{Core, Dev, NONE, RtioConfig, State, TaskRun};
+use super::super::core::{Core, Dev, NONE, RtioConfig, State, TaskRun};
 use super::super::iodev::MultishotMode;
 use super::super::types::{Block, IodevId, Op, SqeFlags};
 use super::{BackendInfo, BackendKind};
