@@ -102,23 +102,19 @@ impl Outputs {
     }
 }
 
-/// Writes `doc` as pretty JSON to `path` atomically: to [`tmp_path`] first, then renamed
-/// into place, so that a full disk leaves the earlier file whole, never a cut one.
+/// Writes `doc` as pretty JSON to `path` atomically (`preempt_io::sys::file::
+/// write_atomically`: a temporary file beside it, then a rename), so that a full disk leaves
+/// the earlier file whole, never a cut one.
 ///
 /// # Errors
 /// The file cannot be written (the message names it).
 pub fn write_json(path: &Path, doc: &serde_json::Value) -> Result<(), String> {
     let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
-    let tmp = tmp_path(path);
-    let written = std::fs::write(&tmp, text + "\n").and_then(|()| std::fs::rename(&tmp, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
+    preempt_io::sys::file::write_atomically(path, (text + "\n").as_bytes())
+        .map_err(|e| format!("cannot write {e}"))
 }
 
-/// `PATH.tmp`: where a demo's result file is written before it is renamed into place
-/// ([`write_json`]), and the probe of [`Outputs::begin`].
+/// `PATH.tmp`: the probe of [`Outputs::begin`] (can a file be created beside the result?).
 pub fn tmp_path(path: &Path) -> PathBuf {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
